@@ -1,0 +1,182 @@
+"""The ``netfl`` command line.
+
+Exit codes: 0 success, 1 the run failed (a bug or runtime error; the run directory says
+so), 2 bad input (one line naming the file and key), 130 interrupted by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import traceback
+from collections.abc import Sequence
+
+from netfl._version import __version__
+from netfl.errors import NetflError, ScenarioError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key, e.g. --set fl.rounds=10 (repeatable; YAML values)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="netfl",
+        description="Simulate federated learning over a mobile network (SimPy + PyTorch).",
+    )
+    parser.add_argument("--version", action="version", version=f"netfl {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = sub.add_parser("simulate", help="run a scenario and write a run directory")
+    sim.add_argument(
+        "scenario",
+        nargs="?",
+        default=None,
+        help="scenario YAML file or built-in name (default: the built-in quickstart)",
+    )
+    _add_scenario_options(sim)
+    sim.add_argument("--out", help="run directory (default: runs/<name>-<UTC time>)")
+    sim.add_argument(
+        "--force", action="store_true", help="replace an existing run directory given by --out"
+    )
+    sim.add_argument("--quiet", action="store_true", help="no progress display")
+    sim.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    val = sub.add_parser("validate", help="check a scenario file and list every problem")
+    val.add_argument("scenario", help="scenario YAML file or built-in name")
+    _add_scenario_options(val)
+    val.add_argument(
+        "--print",
+        dest="print_resolved",
+        action="store_true",
+        help="print the resolved scenario (every default filled in)",
+    )
+    val.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    lst = sub.add_parser("list", help="list strategies, channel models, datasets, models")
+    lst.add_argument(
+        "what",
+        nargs="?",
+        choices=["strategies", "channel-models", "datasets", "models", "scenarios"],
+        help="only this kind",
+    )
+    lst.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from netfl.progress import RunProgress
+    from netfl.scenario import load_scenario, resolve_source
+    from netfl.simulation import simulate
+
+    source, _ = resolve_source(args.scenario)
+    scenario = load_scenario(args.scenario, args.overrides)
+    mode = "quiet" if args.quiet else "auto"
+    progress = RunProgress(
+        scenario.fl.rounds,
+        scenario.fl.time_budget_s,
+        mode=mode,
+        every=scenario.output.progress_every_rounds,
+    )
+    try:
+        with progress:
+            result = simulate(scenario, args.out, force=args.force, on_round=progress.update)
+    except ScenarioError as exc:
+        exc.source = exc.source or source
+        raise ScenarioError(exc.problems, exc.source) from exc
+    summary = result.summary
+    accuracy = summary["final_accuracy"]
+    acc_text = "n/a" if accuracy is None or math.isnan(accuracy) else f"{accuracy:.2%}"
+    if not args.quiet:
+        print(
+            f"done: {summary['rounds']} rounds, {summary['sim_time_s']:,.1f} s simulated,"
+            f" final accuracy {acc_text}, {summary['wall_time_s']:.1f} s wall",
+            file=sys.stderr,
+        )
+    print(result.run_dir)
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from netfl.scenario import dump_scenario, load_scenario, resolve_source
+
+    source, _ = resolve_source(args.scenario)
+    try:
+        scenario = load_scenario(args.scenario, args.overrides)
+    except ScenarioError as exc:
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.print_resolved:
+        print(dump_scenario(scenario), end="")
+    else:
+        print(
+            f"{source}: ok ({scenario.devices.n_clients} clients, strategy"
+            f" '{scenario.selection.name}')"
+        )
+    return EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from netfl import registry
+    from netfl.scenario import builtin_scenarios
+
+    sections = {
+        "strategies": registry.strategies,
+        "channel-models": registry.channel_models,
+        "datasets": registry.datasets,
+        "models": registry.models,
+    }
+    for title, make in sections.items():
+        if args.what not in (None, title):
+            continue
+        entries = make().entries()
+        print(f"{title}:")
+        if not entries:
+            print("  (none registered)")
+        width = max((len(name) for name in entries), default=0)
+        for name, entry in entries.items():
+            print(f"  {name:<{width}}  {entry.summary}")
+    if args.what in (None, "scenarios"):
+        print("scenarios:")
+        found = builtin_scenarios()
+        width = max((len(name) for name in found), default=0)
+        for name, summary in found.items():
+            print(f"  {name:<{width}}  {summary}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
+    try:
+        return commands[args.command](args)
+    except NetflError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted: the run directory holds what was recorded so far", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("(run again with --debug for the traceback)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Building blocks of the scenario schema: strict models and quantities with units.
+
+Every section of a scenario is a :class:`StrictModel`: frozen, and an unknown key is an
+error that suggests the nearest known key (``did you mean 'rounds'?``).
+
+Quantities whose key carries a unit suffix (``deadline_s``, ``bandwidth_hz``,
+``model_size_bits``) accept a plain number in that SI unit, or a string with an explicit
+unit that is converted (``"1.8 MHz"``, ``"18.3 MB"``, ``"500 ms"``). A string with a unit of
+the wrong dimension (``bandwidth_hz: "5 s"``) is refused. Note that YAML 1.1 reads ``1e6``
+(no dot) as a string; those are accepted as numbers too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+# Unit name -> (dimension, factor to SI). Bytes are 8 bits; k/M/G are powers of ten.
+_UNITS: dict[str, tuple[str, float]] = {
+    "s": ("time", 1.0),
+    "ms": ("time", 1e-3),
+    "us": ("time", 1e-6),
+    "min": ("time", 60.0),
+    "h": ("time", 3600.0),
+    "hz": ("frequency", 1.0),
+    "khz": ("frequency", 1e3),
+    "mhz": ("frequency", 1e6),
+    "ghz": ("frequency", 1e9),
+    "bit": ("size", 1.0),
+    "bits": ("size", 1.0),
+    "kbit": ("size", 1e3),
+    "mbit": ("size", 1e6),
+    "gbit": ("size", 1e9),
+    "b": ("size", 8.0),
+    "byte": ("size", 8.0),
+    "bytes": ("size", 8.0),
+    "kb": ("size", 8e3),
+    "mb": ("size", 8e6),
+    "gb": ("size", 8e9),
+    "bps": ("rate", 1.0),
+    "bit/s": ("rate", 1.0),
+    "kbps": ("rate", 1e3),
+    "kbit/s": ("rate", 1e3),
+    "mbps": ("rate", 1e6),
+    "mbit/s": ("rate", 1e6),
+    "gbps": ("rate", 1e9),
+    "gbit/s": ("rate", 1e9),
+    "m": ("length", 1.0),
+    "km": ("length", 1e3),
+}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/]*)\s*$")
+_SI_NAME = {"time": "s", "frequency": "Hz", "size": "bit", "rate": "bit/s", "length": "m"}
+
+
+def _to_si(dimension: str) -> Any:
+    def convert(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError("quantity", "expected a number, got a boolean")
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            match = _QUANTITY.match(value)
+            if not match:
+                raise PydanticCustomError(
+                    "quantity",
+                    "expected a number in {si} or a string such as '2.5 {si}', got {value!r}",
+                    {"si": _SI_NAME[dimension], "value": value},
+                )
+            number, unit = float(match.group(1)), match.group(2).lower()
+            if not unit:
+                return number
+            if unit not in _UNITS:
+                raise PydanticCustomError(
+                    "quantity", "unknown unit {unit!r} in {value!r}", {"unit": unit, "value": value}
+                )
+            unit_dimension, factor = _UNITS[unit]
+            if unit_dimension != dimension:
+                raise PydanticCustomError(
+                    "quantity",
+                    "wrong unit: {value!r} is a {got}, this key takes a {want} (in {si})",
+                    {
+                        "value": value,
+                        "got": unit_dimension,
+                        "want": dimension,
+                        "si": _SI_NAME[dimension],
+                    },
+                )
+            return number * factor
+        return value
+
+    return BeforeValidator(convert)
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+_Finite = BeforeValidator(lambda v: _finite(float(v)) if isinstance(v, int | float) else v)
+
+Seconds = Annotated[float, _to_si("time"), Field(ge=0)]
+PositiveSeconds = Annotated[float, _to_si("time"), Field(gt=0)]
+Hertz = Annotated[float, _to_si("frequency"), Field(gt=0)]
+Bits = Annotated[float, _to_si("size"), Field(gt=0)]
+BitsPerSecond = Annotated[float, _to_si("rate"), Field(gt=0)]
+Meters = Annotated[float, _to_si("length"), Field(ge=0)]
+PositiveMeters = Annotated[float, _to_si("length"), Field(gt=0)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, _Finite, Field(gt=0)]
+NonNegativeFloat = Annotated[float, _Finite, Field(ge=0)]
+
+
+def suggest(key: str, known: list[str]) -> str:
+    """Return ``"; did you mean 'x'?"`` for the closest known key, or a list of known keys."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    if known:
+        return "; known keys: " + ", ".join(sorted(known))
+    return "; this section takes no keys"
+
+
+class StrictModel(BaseModel):
+    """Frozen config model; unknown keys are errors with a suggestion."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    #: Keys allowed in the input besides the fields (e.g. a union's discriminator).
+    extra_input_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = list(cls.model_fields) + sorted(cls.extra_input_keys)
+            for key in data:
+                if key not in cls.model_fields and key not in cls.extra_input_keys:
+                    raise PydanticCustomError(
+                        "unknown_key",
+                        "unknown key '{key}'{hint}",
+                        {"key": str(key), "hint": suggest(str(key), known)},
+                    )
+        return data

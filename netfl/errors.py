@@ -1,0 +1,67 @@
+"""Errors that the command line reports as one line and exit code 2 (bad input)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class NetflError(Exception):
+    """Base class of errors caused by the user's input rather than by a bug."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a scenario: where (key, line, column) and what."""
+
+    key: str | None
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def located(self, source: str | None) -> str:
+        where = source or "<scenario>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}: {key}{self.message}"
+
+
+class ScenarioError(NetflError):
+    """A scenario file or override is invalid.
+
+    ``str(error)`` is one line naming the source, the first offending key and what was
+    expected; ``error.lines()`` lists every problem found.
+    """
+
+    def __init__(self, problems: list[Problem], source: str | None = None) -> None:
+        if not problems:
+            raise ValueError("ScenarioError needs at least one problem")
+        self.problems = problems
+        self.source = source
+        super().__init__(self._one_line())
+
+    @classmethod
+    def single(
+        cls, key: str | None, message: str, source: str | None = None, **where: int | None
+    ) -> ScenarioError:
+        return cls([Problem(key, message, where.get("line"), where.get("column"))], source)
+
+    def lines(self) -> list[str]:
+        return [p.located(self.source) for p in self.problems]
+
+    def _one_line(self) -> str:
+        text = self.problems[0].located(self.source)
+        more = len(self.problems) - 1
+        if more:
+            text += f" (and {more} more; `netfl validate` lists them all)"
+        return text
+
+
+class DatasetError(NetflError):
+    """A dataset file is missing or malformed (names the path and the expected layout)."""
+
+
+class RunDirectoryError(NetflError):
+    """The output directory cannot be used (exists and is not empty, not a run, ...)."""

@@ -1,0 +1,1 @@
+"""The federated-learning side of the simulation: devices and the server's protocol."""

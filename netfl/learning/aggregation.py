@@ -1,0 +1,42 @@
+"""Federated averaging as a pure function (McMahan et al., AISTATS 2017)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+
+def fedavg(
+    stacked: Mapping[str, torch.Tensor], weights: torch.Tensor
+) -> dict[str, torch.Tensor] | None:
+    """Weighted average over the leading (client) dimension of every tensor.
+
+    Parameters
+    ----------
+    stacked
+        Name -> tensor of shape (K, ...) with the K clients' parameters and buffers.
+    weights
+        Shape (K,), non-negative; usually the clients' data sizes n_k, so the result is
+        sum_k n_k w_k / sum_k n_k. A zero weight leaves the aggregate unaffected.
+
+    Returns
+    -------
+    The averaged state, or None when every weight is zero (keep the old global model).
+    Integer tensors (e.g. batch-norm step counters) take the weighted mean rounded down.
+    """
+    weights = weights.to(torch.float64)
+    if torch.any(weights < 0):
+        raise ValueError("FedAvg weights must be non-negative")
+    total = weights.sum()
+    if total <= 0:
+        return None
+    share = weights / total
+    averaged: dict[str, torch.Tensor] = {}
+    for name, tensor in stacked.items():
+        shape = (-1,) + (1,) * (tensor.dim() - 1)
+        mean = (tensor.to(torch.float64) * share.to(tensor.device).view(shape)).sum(dim=0)
+        averaged[name] = (
+            mean.to(tensor.dtype) if tensor.is_floating_point() else mean.floor().to(tensor.dtype)
+        )
+    return averaged

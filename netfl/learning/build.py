@@ -1,0 +1,37 @@
+"""Build a :class:`TorchLearner` from the scenario's ``learning`` section."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from netfl.config.learning import LearningConfig
+from netfl.errors import ScenarioError
+from netfl.fl.population import Population
+from netfl.learning.learner import TorchLearner, pick_device
+from netfl.learning.partition import partition
+from netfl.registry import datasets, models
+from netfl.rng import Streams
+
+
+def build_learner(config: LearningConfig, population: Population, streams: Streams) -> TorchLearner:
+    dataset = datasets().load(config.dataset)(config, streams.get("learning.split"))
+    labels = dataset.y_train.numpy()
+    sizes = population.requested_samples
+    if sizes is not None and np.any(sizes > len(labels)):
+        raise ScenarioError.single(
+            "devices.groups.n_samples",
+            f"a device was given {int(sizes.max())} samples but the {config.dataset} training"
+            f" set has only {len(labels)}",
+        )
+    indices = partition(
+        config.partition, labels, population.n_clients, sizes, streams.get("learning.partition")
+    )
+    torch_seed = streams.torch_seed("learning.torch")
+    torch.manual_seed(torch_seed)
+    model = models().load(config.model)(dataset.input_shape, dataset.n_classes)
+    try:
+        device = pick_device(config.device)
+    except RuntimeError as exc:
+        raise ScenarioError.single("learning.device", str(exc)) from exc
+    return TorchLearner(config, dataset, indices, model, device, seed=torch_seed)

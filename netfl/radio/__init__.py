@@ -1,0 +1,1 @@
+"""The radio access network: cell geometry, links, resource sharing, background traffic."""

@@ -1,0 +1,135 @@
+"""Name -> class registries for strategies, channel models, datasets and models.
+
+Entries are declared as plain ``"module:attribute"`` strings in each subpackage's
+``__init__`` (no import side effects); the target is imported only when used. A name of
+the form ``package.module:Class`` loads a user's own class. Third-party strategies can also
+register through the ``netfl.selection`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from netfl.config.base import suggest
+from netfl.errors import Problem
+
+if TYPE_CHECKING:
+    from netfl.config import Scenario
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered item: where it lives and a one-line summary."""
+
+    target: str
+    summary: str
+
+
+def load_target(target: str) -> Any:
+    """Import ``package.module:attribute`` and return the attribute."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{target!r} is not of the form package.module:Name")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
+    try:
+        obj = module
+        for part in attribute.split("."):
+            obj = getattr(obj, part)
+    except AttributeError:
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    return obj
+
+
+class Registry:
+    """Names of one kind of component (static table + optional entry-point group)."""
+
+    def __init__(
+        self, kind: str, table: Mapping[str, Entry | tuple[str, str]], group: str | None = None
+    ):
+        self.kind = kind
+        self._table = {
+            name: entry if isinstance(entry, Entry) else Entry(*entry)
+            for name, entry in table.items()
+        }
+        self._group = group
+
+    def entries(self) -> dict[str, Entry]:
+        found = dict(self._table)
+        if self._group:
+            for ep in entry_points(group=self._group):
+                found.setdefault(ep.name, Entry(ep.value, f"(plug-in from {ep.value})"))
+        return dict(sorted(found.items()))
+
+    def __contains__(self, name: str) -> bool:
+        return ":" in name or name in self.entries()
+
+    def unknown_message(self, name: str) -> str:
+        names = list(self.entries())
+        hint = suggest(name, names)
+        if "did you mean" not in hint:
+            hint = "; registered: " + ", ".join(names)
+        return f"unknown {self.kind} '{name}'{hint}"
+
+    def load(self, name: str) -> Any:
+        """Return the registered object (class or function) for ``name``."""
+        if ":" in name:
+            return load_target(name)
+        entries = self.entries()
+        if name not in entries:
+            raise KeyError(self.unknown_message(name))
+        return load_target(entries[name].target)
+
+
+def strategies() -> Registry:
+    from netfl.selection import STRATEGIES
+
+    return Registry("strategy", STRATEGIES, group="netfl.selection")
+
+
+def channel_models() -> Registry:
+    from channel_models import CHANNEL_MODELS
+
+    return Registry("channel model", CHANNEL_MODELS)
+
+
+def datasets() -> Registry:
+    from netfl.learning import DATASETS
+
+    return Registry("dataset", DATASETS)
+
+
+def models() -> Registry:
+    from netfl.learning import MODELS
+
+    return Registry("model", MODELS)
+
+
+def registry_checks(scenario: Scenario) -> list[Problem]:
+    """Check the scenario's named components exist and the strategy takes its params."""
+    from netfl.selection.base import strategy_params_problems
+
+    problems: list[Problem] = []
+    registry = strategies()
+    name = scenario.selection.name
+    if name not in registry:
+        problems.append(Problem("selection.name", registry.unknown_message(name)))
+    else:
+        try:
+            cls = registry.load(name)
+        except (ValueError, KeyError) as exc:
+            problems.append(Problem("selection.name", str(exc)))
+        else:
+            problems += strategy_params_problems(cls, scenario.selection.params, scenario)
+    if scenario.learning is not None:
+        for key, reg in (("learning.dataset", datasets()), ("learning.model", models())):
+            value = getattr(scenario.learning, key.split(".")[1])
+            if value not in reg:
+                problems.append(Problem(key, reg.unknown_message(value)))
+    return problems

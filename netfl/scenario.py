@@ -1,0 +1,284 @@
+"""Scenario files: YAML -> validated :class:`~netfl.config.Scenario`, overrides, dumps.
+
+Errors name the file (or the ``--set`` override), the dotted key and, for keys written in a
+file, the line and column.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from netfl.config import Scenario, cross_checks
+from netfl.errors import Problem, ScenarioError
+
+BUILTIN_PACKAGE = "netfl.scenarios"
+DEFAULT_SCENARIO = "quickstart"
+
+
+def builtin_scenarios() -> dict[str, str]:
+    """Names of the scenarios shipped with netfl -> their first comment line."""
+    found: dict[str, str] = {}
+    for entry in sorted(importlib.resources.files(BUILTIN_PACKAGE).iterdir(), key=str):
+        if entry.name.endswith(".yaml"):
+            first = entry.read_text(encoding="utf-8").splitlines()[:1]
+            found[entry.name[:-5]] = first[0].lstrip("# ").strip() if first else ""
+    return found
+
+
+def resolve_source(spec: str | None) -> tuple[str, str]:
+    """Return ``(label, yaml_text)`` for a file path or a built-in scenario name."""
+    spec = spec or DEFAULT_SCENARIO
+    path = Path(spec)
+    if path.is_file():
+        try:
+            return str(path), path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError.single(None, f"cannot read the file: {exc}", str(path)) from exc
+    name = spec[:-5] if spec.endswith(".yaml") else spec
+    resource = importlib.resources.files(BUILTIN_PACKAGE) / f"{name}.yaml"
+    if "/" not in spec and resource.is_file():
+        return f"<built-in {name}>", resource.read_text(encoding="utf-8")
+    known = ", ".join(builtin_scenarios())
+    raise ScenarioError.single(
+        None, f"no such file, and no built-in scenario of that name (built-in: {known})", spec
+    )
+
+
+def parse_yaml(text: str, source: str) -> dict[str, Any]:
+    """Parse YAML safely; syntax errors report line and column."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        message = f"malformed YAML: {exc.problem or exc}"
+        if mark is not None:
+            raise ScenarioError.single(
+                None, message, source, line=mark.line + 1, column=mark.column + 1
+            ) from exc
+        raise ScenarioError.single(None, message, source) from exc
+    except yaml.YAMLError as exc:
+        raise ScenarioError.single(None, f"malformed YAML: {exc}", source) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ScenarioError.single(
+            None, f"a scenario is a mapping of sections, got a {type(data).__name__}", source
+        )
+    return data
+
+
+def _positions(text: str) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Map each key path of a YAML document to the (line, column) where it is written."""
+    positions: dict[tuple[str, ...], tuple[int, int]] = {}
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return positions
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key_path = (*path, str(key_node.value))
+                positions[key_path] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                walk(value_node, key_path)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                item_path = (*path, str(index))
+                positions[item_path] = (item.start_mark.line + 1, item.start_mark.column + 1)
+                walk(item, item_path)
+
+    if root is not None:
+        walk(root, ())
+    return positions
+
+
+def parse_override(expression: str) -> tuple[list[str], Any]:
+    """Split ``a.b.c=value`` into the key path and the YAML-parsed value."""
+    key, sep, raw = expression.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ScenarioError.single(
+            None, "an override is KEY=VALUE with a dotted key, e.g. fl.rounds=10", expression
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ScenarioError.single(key, f"value is not valid YAML: {exc}", expression) from exc
+    return key.split("."), value
+
+
+def apply_override(data: dict[str, Any], path: Sequence[str], value: Any, source: str) -> None:
+    """Set ``data[path] = value``, creating mappings on the way (unknown keys fail later)."""
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError.single(
+                    ".".join(path[: depth + 1]), f"no item {part} in this list", source
+                )
+            node = node[int(part)]
+            continue
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict | list):
+            raise ScenarioError.single(
+                ".".join(path[: depth + 1]),
+                f"is a value ({child!r}), not a section: cannot set '{path[-1]}' inside it",
+                source,
+            )
+        node = child
+    last = path[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ScenarioError.single(".".join(path), f"no item {last} in this list", source)
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def _clean_loc(loc: Iterable[int | str], data: Any) -> list[str]:
+    """Keep the parts of a pydantic error location that are keys of the input.
+
+    Pydantic inserts union tags and validator names into locations; walking the input
+    removes them, so the location reads like the YAML (``devices.groups.0.compute_sps``).
+    """
+    parts: list[str] = []
+    node = data
+    for item in loc:
+        in_dict = isinstance(node, dict) and item in node
+        in_list = isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node)
+        if in_dict or in_list:
+            node = node[item]
+            parts.append(str(item))
+    return parts
+
+
+def _problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
+    problems = []
+    for item in error.errors(include_url=False):
+        parts = _clean_loc(item["loc"], data)
+        if item["type"] == "unknown_key":
+            parts.append(str(item["ctx"]["key"]))
+        message = item["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            message = message.removeprefix(prefix)
+        if item["type"] not in {"unknown_key", "missing"} and "input" in item:
+            shown = repr(item["input"])
+            if len(shown) <= 40 and not isinstance(item["input"], dict | list):
+                message += f" (got {shown})"
+        problems.append(Problem(".".join(parts) or None, message))
+    return problems
+
+
+def _locate(
+    problems: list[Problem],
+    positions: dict[tuple[str, ...], tuple[int, int]],
+    overrides: dict[str, str],
+) -> tuple[list[Problem], str | None]:
+    """Attach line/column for file keys; return the override expression a problem came from."""
+    located = []
+    from_override = None
+    for problem in problems:
+        key = problem.key or ""
+        source = next(
+            (
+                expr
+                for prefix, expr in overrides.items()
+                if key == prefix or key.startswith(prefix + ".") or prefix.startswith(key + ".")
+            ),
+            None,
+        )
+        if source is not None:
+            from_override = from_override or source
+            located.append(problem)
+            continue
+        parts = tuple(key.split(".")) if key else ()
+        while parts and parts not in positions:
+            parts = parts[:-1]
+        line, column = positions.get(parts, (None, None))
+        located.append(Problem(problem.key, problem.message, line, column))
+    return located, from_override
+
+
+def load_scenario(
+    spec: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    check_registry: bool = True,
+) -> Scenario:
+    """Load a scenario file (or built-in name), apply ``--set`` overrides and validate.
+
+    Parameters
+    ----------
+    spec
+        Path to a YAML file, or the name of a built-in scenario; None for ``quickstart``.
+    overrides
+        ``"a.b=value"`` strings; values are parsed as YAML.
+    check_registry
+        Also check that named strategies, datasets and models exist and that the strategy
+        accepts its parameters.
+
+    Raises
+    ------
+    ScenarioError
+        With the file, key, line and column of every problem found.
+    """
+    source, text = resolve_source(str(spec) if spec is not None else None)
+    data = parse_yaml(text, source)
+    return scenario_from_data(
+        data,
+        source=source,
+        overrides=overrides,
+        positions=_positions(text),
+        check_registry=check_registry,
+    )
+
+
+def scenario_from_data(
+    data: dict[str, Any],
+    *,
+    source: str = "<scenario>",
+    overrides: Sequence[str] = (),
+    positions: dict[tuple[str, ...], tuple[int, int]] | None = None,
+    check_registry: bool = True,
+) -> Scenario:
+    """Validate an already-parsed mapping (see :func:`load_scenario`)."""
+    data = copy.deepcopy(data)
+    applied: dict[str, str] = {}
+    for expression in overrides:
+        path, value = parse_override(expression)
+        apply_override(data, path, value, f"--set {expression}")
+        applied[".".join(path)] = f"--set {expression}"
+    positions = positions or {}
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems, override = _locate(_problems(exc, data), positions, applied)
+        raise ScenarioError(problems, override or source) from None
+    problems = cross_checks(scenario)
+    if check_registry:
+        from netfl.registry import registry_checks
+
+        problems += registry_checks(scenario)
+    if problems:
+        problems, override = _locate(problems, positions, applied)
+        raise ScenarioError(problems, override or source)
+    return scenario
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """YAML of the scenario with every default filled in; loading it gives it back."""
+    header = (
+        "# Resolved scenario: every key with the value the run used.\n"
+        "# Re-run exactly with: netfl simulate scenario.resolved.yaml\n"
+    )
+    body = yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False, width=100)
+    return header + body

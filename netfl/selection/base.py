@@ -1,0 +1,218 @@
+"""The client-selection interface: :class:`Strategy`, its context and its feedback.
+
+A strategy is pure decision logic. Each round the server calls ``select(ctx)`` with what
+the strategy may know (the candidates that answered the resource request and what they
+reported), then ``observe(feedback)`` with what the server saw. A strategy never reaches
+into the simulator; it draws randomness only from the generator given to ``setup``.
+
+Writing one: subclass :class:`Strategy`, take your YAML ``params`` as typed keyword
+arguments of ``__init__`` (they are validated against the signature), override ``select``
+and, if it learns, ``observe``. Declare learning signals you need in ``requires``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from pydantic import ConfigDict, ValidationError, create_model
+
+from netfl.errors import Problem
+
+if TYPE_CHECKING:
+    from netfl.config import Scenario
+
+#: Learning signals a strategy may declare in ``requires``.
+LEARNING_SIGNALS = frozenset({"local_loss", "update_vector", "poll_loss", "data_context"})
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array = np.array(array, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class PopulationInfo:
+    """What a strategy knows about the whole population by design."""
+
+    n_clients: int
+    budget: int
+    n_samples: np.ndarray
+    rounds: int | None = None
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_samples", _frozen(self.n_samples))
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    """Input of ``Strategy.select`` for one round (arrays are read-only).
+
+    Attributes
+    ----------
+    round
+        Round index, from 0.
+    now_s
+        Simulated time at selection, seconds.
+    candidates
+        Ids of the clients that answered the resource request and are available.
+    budget
+        How many to select at most (S_round, m).
+    update_time_s, upload_time_s
+        Per candidate: the last observed model update and upload time; 0 for a client
+        never selected before (as in MAB-CS, 002 Sec. II).
+    n_samples
+        Per candidate: its number of training samples.
+    deadline_s
+        Round deadline relative to the round's start, or None.
+    features
+        Extra per-candidate arrays reported in the resource request (e.g. available CPU
+        ratio ``mu``, allocated ``bandwidth_hz``, polled ``loss``), aligned with candidates.
+    """
+
+    round: int
+    now_s: float
+    candidates: np.ndarray
+    budget: int
+    update_time_s: np.ndarray
+    upload_time_s: np.ndarray
+    n_samples: np.ndarray
+    deadline_s: float | None = None
+    features: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("candidates", "update_time_s", "upload_time_s", "n_samples"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
+
+
+@dataclass(frozen=True)
+class RoundFeedback:
+    """Input of ``Strategy.observe``: what the server observed in a round.
+
+    Per-client arrays are aligned with ``selected`` (the selection order); NaN where the
+    server did not observe the value (e.g. a client that dropped out).
+    """
+
+    round: int
+    selected: np.ndarray
+    completed: np.ndarray
+    download_time_s: np.ndarray
+    update_time_s: np.ndarray
+    upload_time_s: np.ndarray
+    exchange_time_s: np.ndarray
+    round_time_s: float
+    local_loss: np.ndarray
+    global_accuracy: float = math.nan
+    global_loss: float = math.nan
+    signals: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "selected",
+            "completed",
+            "download_time_s",
+            "update_time_s",
+            "upload_time_s",
+            "exchange_time_s",
+            "local_loss",
+        ):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+
+class Strategy(ABC):
+    """Base class of client-selection strategies (see the module docstring)."""
+
+    #: Learning signals the strategy needs (subset of ``LEARNING_SIGNALS``).
+    requires: ClassVar[frozenset[str]] = frozenset()
+
+    info: PopulationInfo
+    rng: np.random.Generator
+
+    def setup(self, info: PopulationInfo, rng: np.random.Generator) -> None:
+        """Called once before the first round."""
+        self.info = info
+        self.rng = rng
+
+    @abstractmethod
+    def select(self, ctx: SelectionContext) -> Sequence[int]:
+        """Return the ids to select: distinct candidates, at most ``ctx.budget``."""
+
+    def observe(self, feedback: RoundFeedback) -> None:  # noqa: B027 - optional hook
+        """Learn from a finished round (default: nothing)."""
+
+    @classmethod
+    def scenario_problems(cls, scenario: Scenario) -> list[Problem]:
+        """Problems with using this strategy in ``scenario`` (override to add checks)."""
+        if cls.requires and scenario.learning is None:
+            needs = ", ".join(sorted(cls.requires))
+            return [
+                Problem(
+                    "selection.name",
+                    f"'{scenario.selection.name}' needs learning signals ({needs}) but"
+                    " learning is none",
+                )
+            ]
+        return []
+
+
+def _params_model(cls: type[Strategy]) -> Any:
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+            continue
+        annotation = param.annotation if param.annotation is not param.empty else Any
+        default = param.default if param.default is not param.empty else ...
+        fields[name] = (annotation, default)
+    return create_model(
+        f"{cls.__name__}Params",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+
+
+def _resolved_annotations(cls: type[Strategy]) -> type[Strategy]:
+    # ``from __future__ import annotations`` leaves strings; resolve them for pydantic.
+    hints = inspect.get_annotations(cls.__init__, eval_str=True)
+    cls.__init__.__annotations__.update(hints)
+    return cls
+
+
+def validate_params(cls: type[Strategy], params: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``params`` against ``cls.__init__``; raises ``ValidationError``."""
+    model = _params_model(_resolved_annotations(cls))
+    return dict(model.model_validate(dict(params)))
+
+
+def strategy_params_problems(
+    cls: Any, params: Mapping[str, Any], scenario: Scenario
+) -> list[Problem]:
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+        return [Problem("selection.name", f"{cls!r} is not a netfl Strategy subclass")]
+    try:
+        validate_params(cls, params)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            key = ".".join(str(p) for p in err["loc"])
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                accepted = [p for p in _params_model(cls).model_fields]
+                message = "not a parameter of this strategy; it takes: " + (
+                    ", ".join(accepted) or "no parameters"
+                )
+            problems.append(Problem(f"selection.params.{key}", message))
+        return problems
+    return cls.scenario_problems(scenario)
+
+
+def make_strategy(cls: type[Strategy], params: Mapping[str, Any]) -> Strategy:
+    """Instantiate a strategy from validated YAML params."""
+    return cls(**validate_params(cls, params))

@@ -1,0 +1,164 @@
+"""``check_strategy``: conformance checks every registered strategy must pass.
+
+Modelled on Gymnasium's ``check_env``. It drives a strategy through synthetic rounds and
+checks that each selection is a subset of the candidates with no repeats, at most the
+budget; that inputs are never mutated; that the same seed gives the same selections; and
+that rounds with no candidates, or where no selected client reported back, are survived.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
+
+
+class StrategyCheckError(AssertionError):
+    """A strategy broke the selection contract."""
+
+
+def _context(
+    rng: np.random.Generator,
+    info: PopulationInfo,
+    round_: int,
+    n_cand: int,
+    history: dict[str, np.ndarray],
+) -> SelectionContext:
+    candidates = np.sort(rng.choice(info.n_clients, size=n_cand, replace=False))
+    features = {
+        "mu": rng.uniform(0.5, 2.0, n_cand),
+        "bandwidth_hz": rng.uniform(2e6, 4e6, n_cand),
+        "cold_start": (history["last_round"][candidates] != round_ - 1).astype(float),
+        "loss": rng.uniform(0.1, 3.0, n_cand),
+        "context": rng.normal(size=(n_cand, 8)),
+    }
+    return SelectionContext(
+        round=round_,
+        now_s=10.0 * round_,
+        candidates=candidates,
+        budget=info.budget,
+        update_time_s=history["update"][candidates],
+        upload_time_s=history["upload"][candidates],
+        n_samples=info.n_samples[candidates],
+        deadline_s=info.deadline_s,
+        features=features,
+    )
+
+
+def _feedback(
+    rng: np.random.Generator,
+    round_: int,
+    selected: np.ndarray,
+    nobody_reported: bool,
+    dim: int = 16,
+) -> RoundFeedback:
+    k = len(selected)
+    completed = np.zeros(k, bool) if nobody_reported else rng.random(k) < 0.8
+    nan = np.full(k, np.nan)
+    update = np.where(completed, rng.uniform(1, 20, k), np.nan)
+    upload = np.where(completed, rng.uniform(1, 20, k), np.nan)
+    download = np.where(completed, rng.uniform(0.5, 5, k), np.nan)
+    loss = np.where(completed, rng.uniform(0.1, 3.0, k), np.nan)
+    signals = {
+        "local_loss_std": np.where(completed, rng.uniform(0.0, 0.5, k), np.nan),
+        "update_vector": rng.normal(size=(k, dim)) * completed[:, None],
+        "global_update": rng.normal(size=dim),
+    }
+    return RoundFeedback(
+        round=round_,
+        selected=selected,
+        completed=completed,
+        download_time_s=download,
+        update_time_s=update,
+        upload_time_s=upload,
+        exchange_time_s=download + update + upload if k else nan,
+        round_time_s=float(np.nanmax(download + update + upload)) if completed.any() else 30.0,
+        local_loss=loss,
+        global_accuracy=0.1 + 0.01 * round_,
+        global_loss=2.0 / (1 + round_),
+        signals=signals,
+    )
+
+
+def _run(
+    factory: Callable[[], Strategy], seed: int, n_clients: int, budget: int, rounds: int
+) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    info = PopulationInfo(
+        n_clients=n_clients,
+        budget=budget,
+        n_samples=rng.integers(20, 500, n_clients),
+        rounds=rounds,
+        deadline_s=None,
+    )
+    strategy = factory()
+    strategy.setup(info, np.random.default_rng(seed + 1))
+    history = {
+        "update": np.zeros(n_clients),
+        "upload": np.zeros(n_clients),
+        "last_round": np.full(n_clients, -10),
+    }
+    selections: list[list[int]] = []
+    for round_ in range(rounds):
+        n_cand = 0 if round_ == 2 else int(rng.integers(1, n_clients + 1))
+        ctx = _context(rng, info, round_, n_cand, history)
+        before = {
+            name: np.array(getattr(ctx, name))
+            for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
+        }
+        chosen = [int(c) for c in strategy.select(ctx)]
+        for name, value in before.items():
+            if not np.array_equal(value, getattr(ctx, name)):
+                raise StrategyCheckError(f"round {round_}: select() modified ctx.{name}")
+        if len(chosen) != len(set(chosen)):
+            raise StrategyCheckError(f"round {round_}: selected a client twice: {chosen}")
+        if len(chosen) > ctx.budget:
+            raise StrategyCheckError(
+                f"round {round_}: selected {len(chosen)} > budget {ctx.budget}"
+            )
+        outside = set(chosen) - set(ctx.candidates.tolist())
+        if outside:
+            raise StrategyCheckError(f"round {round_}: selected non-candidates {sorted(outside)}")
+        if n_cand >= ctx.budget and len(chosen) < ctx.budget and not _may_underfill(strategy):
+            raise StrategyCheckError(
+                f"round {round_}: selected {len(chosen)} of a budget of {ctx.budget}"
+                f" with {n_cand} candidates"
+            )
+        selected = np.asarray(chosen, dtype=np.int64)
+        feedback = _feedback(rng, round_, selected, nobody_reported=(round_ == 3))
+        strategy.observe(feedback)
+        done = selected[feedback.completed]
+        history["update"][done] = feedback.update_time_s[feedback.completed]
+        history["upload"][done] = feedback.upload_time_s[feedback.completed]
+        history["last_round"][selected] = round_
+        selections.append(chosen)
+        if not all(math.isfinite(c) for c in chosen):
+            raise StrategyCheckError("non-integer ids")
+    return selections
+
+
+def _may_underfill(strategy: Strategy) -> bool:
+    return bool(getattr(strategy, "may_select_fewer", False))
+
+
+def check_strategy(
+    factory: Callable[[], Strategy],
+    *,
+    n_clients: int = 30,
+    budget: int = 5,
+    rounds: int = 12,
+    seed: int = 7,
+) -> None:
+    """Run the conformance checks; raises :class:`StrategyCheckError` on a violation.
+
+    ``factory`` builds a fresh, unconfigured strategy (``lambda: MyStrategy(**params)``).
+    A strategy that may legitimately select fewer than the budget (deadline-driven ones)
+    sets the class attribute ``may_select_fewer = True``.
+    """
+    first = _run(factory, seed, n_clients, budget, rounds)
+    second = _run(factory, seed, n_clients, budget, rounds)
+    if first != second:
+        raise StrategyCheckError("not deterministic: same seed, different selections")

@@ -1,0 +1,34 @@
+"""Uniform random selection, the FedAvg baseline (McMahan et al., AISTATS 2017)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from netfl.selection.base import SelectionContext, Strategy
+
+
+class RandomSelection(Strategy):
+    """Select ``budget`` candidates uniformly without replacement.
+
+    Parameters
+    ----------
+    weighted
+        If true, draw without replacement with probability proportional to the clients'
+        data sizes (the p_k-proportional sampling of 000_dfbad22c59539edc.txt, pi_rand).
+    """
+
+    def __init__(self, weighted: bool = False) -> None:
+        self.weighted = weighted
+
+    def select(self, ctx: SelectionContext) -> Sequence[int]:
+        k = min(ctx.budget, len(ctx.candidates))
+        if k == 0:
+            return []
+        p = None
+        if self.weighted:
+            sizes = ctx.n_samples.astype(float)
+            p = sizes / sizes.sum() if sizes.sum() > 0 else None
+        chosen = self.rng.choice(ctx.candidates, size=k, replace=False, p=p)
+        return [int(c) for c in np.asarray(chosen)]

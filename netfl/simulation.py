@@ -1,0 +1,169 @@
+"""Run a scenario: build (elaboration) -> run the SimPy environment -> write the run directory.
+
+The run directory is written in a ``finally`` block: a run that fails or is interrupted
+(Ctrl-C) still leaves its resolved scenario, everything recorded so far, and a
+``summary.json`` whose ``status`` says how it ended.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from netfl._version import __version__
+from netfl.config import Scenario
+from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
+from netfl.scenario import dump_scenario
+from netfl.trace.tables import RoundRecord, clients_table, rounds_table
+from netfl.world import World, build_world
+
+_LIBRARIES = ("numpy", "scipy", "simpy", "torch", "pandas", "pyarrow", "pydantic")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run was written and its summary."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[float, int]:
+    """Simulated time and round at which the accuracy first reached ``target``."""
+    if target is None:
+        return math.nan, -1
+    for rec in records:
+        if not math.isnan(rec.accuracy) and rec.accuracy >= target:
+            return rec.t_end_s, rec.round
+    return math.nan, -1
+
+
+def _summary(
+    world: World, status: str, wall_s: float, started: datetime, error: str | None
+) -> dict[str, Any]:
+    scenario = world.scenario
+    records = world.server.records
+    finished = [r for r in records if not math.isnan(r.t_end_s)]
+    evaluated = [r for r in finished if not math.isnan(r.accuracy)]
+    target = scenario.learning.target_accuracy if scenario.learning else None
+    t_target, round_target = time_to_target(finished, target)
+    rate_ul = world.network.rate_ul_bps
+    return {
+        "netfl_version": __version__,
+        "versions": library_versions(),
+        "name": scenario.name,
+        "seed": scenario.seed,
+        "status": status,
+        "error": error,
+        "started_utc": started.isoformat(timespec="seconds"),
+        "rounds": len(finished),
+        "sim_time_s": float(world.env.now),
+        "wall_time_s": wall_s,
+        "n_clients": world.population.n_clients,
+        "model_size_bits": world.server.model_size_bits,
+        "final_accuracy": evaluated[-1].accuracy if evaluated else math.nan,
+        "final_loss": evaluated[-1].loss if evaluated else math.nan,
+        "target_accuracy": target,
+        "time_to_target_s": t_target,
+        "rounds_to_target": round_target if round_target >= 0 else None,
+        "rate_ul_mean_bps": float(np.mean(rate_ul)),
+        "rate_ul_max_bps": float(np.max(rate_ul)),
+        "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
+        "device": str(getattr(world.learner, "device", "none")),
+    }
+
+
+def _sorted_by_time(table: pa.Table) -> pa.Table:
+    order = np.argsort(table.column("t_s").to_numpy(), kind="stable")
+    return table.take(pa.array(order))
+
+
+def write_results(world: World, run_dir: Path, summary: dict[str, Any]) -> None:
+    """Write the tables and the summary (atomic per file)."""
+    write_parquet(run_dir / "timeline.parquet", _sorted_by_time(world.timeline.to_arrow()))
+    write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
+    columns = dict(world.client_columns)
+    columns["n_selected"] = world.server.n_selected
+    columns["n_completed"] = world.server.n_completed
+    write_parquet(run_dir / "clients.parquet", clients_table(columns))
+    write_json(run_dir / "summary.json", summary)
+
+
+def simulate(
+    scenario: Scenario,
+    out: str | Path | None = None,
+    *,
+    force: bool = False,
+    on_round: Callable[[RoundRecord], None] | None = None,
+    on_start: Callable[[World], None] | None = None,
+) -> RunResult:
+    """Run ``scenario`` and write its run directory.
+
+    Parameters
+    ----------
+    scenario
+        A validated scenario (see :func:`netfl.load_scenario`).
+    out
+        Run directory; default ``<output.root>/<name>-<UTC time>``. An existing non-empty
+        directory is refused unless ``force`` (and then only if it is a netfl run).
+    on_round
+        Called after every round with its record (progress display).
+    on_start
+        Called once the world is built, before time starts.
+
+    Raises
+    ------
+    KeyboardInterrupt, Exception
+        Re-raised after the run directory has been written with ``status`` set to
+        ``interrupted`` or ``failed``.
+    """
+    started = datetime.now(UTC)
+    # Elaborate first: bad input (missing dataset files, impossible draws) fails here,
+    # before anything is written.
+    world = build_world(scenario, on_round=on_round)
+    run_dir = (
+        Path(out)
+        if out is not None
+        else default_run_dir(scenario.output.root, scenario.name, started)
+    )
+    prepare_run_dir(run_dir, force=force)
+    write_text(run_dir / "scenario.resolved.yaml", dump_scenario(scenario))
+    write_json(run_dir / "summary.json", {"netfl_version": __version__, "status": "running"})
+    if on_start is not None:
+        on_start(world)
+    status, error = "failed", None
+    wall_start = time.perf_counter()
+    try:
+        world.env.process(world.server.run())
+        world.env.run()
+        status = "completed"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        summary = _summary(world, status, time.perf_counter() - wall_start, started, error)
+        write_results(world, run_dir, summary)
+    return RunResult(run_dir, summary)

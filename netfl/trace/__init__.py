@@ -1,0 +1,1 @@
+"""Recording what happened: the timeline, per-round and per-client tables, metrics."""

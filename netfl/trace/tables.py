@@ -1,0 +1,91 @@
+"""Per-round (``rounds.parquet``) and per-client (``clients.parquet``) tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+ROUNDS_SCHEMA = pa.schema(
+    [
+        pa.field("round", pa.int32()),
+        pa.field("t_start_s", pa.float64()),
+        pa.field("t_end_s", pa.float64()),
+        pa.field("n_selected", pa.int32()),
+        pa.field("n_completed", pa.int32()),
+        pa.field("selected", pa.list_(pa.int32())),
+        pa.field("completed", pa.list_(pa.int32())),
+        pa.field("accuracy", pa.float64()),
+        pa.field("loss", pa.float64()),
+        pa.field("lr", pa.float64()),
+    ]
+)
+
+#: Columns every clients table has, in order (components may append more).
+CLIENT_COLUMNS: dict[str, pa.DataType] = {
+    "client": pa.int32(),
+    "group": pa.string(),
+    "x_m": pa.float64(),
+    "y_m": pa.float64(),
+    "distance_m": pa.float64(),
+    "los": pa.bool_(),
+    "pathloss_db": pa.float64(),
+    "shadowing_db": pa.float64(),
+    "snr_ul_db": pa.float64(),
+    "rate_ul_bps": pa.float64(),
+    "rate_dl_bps": pa.float64(),
+    "n_samples": pa.int64(),
+    "compute_sps": pa.float64(),
+    "n_selected": pa.int32(),
+    "n_completed": pa.int32(),
+}
+
+
+@dataclass
+class RoundRecord:
+    """What happened in one round."""
+
+    round: int
+    t_start_s: float
+    t_end_s: float = math.nan
+    selected: list[int] = field(default_factory=list)
+    completed: list[int] = field(default_factory=list)
+    accuracy: float = math.nan
+    loss: float = math.nan
+    lr: float = math.nan
+
+
+def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
+    columns: dict[str, list[object]] = {name: [] for name in ROUNDS_SCHEMA.names}
+    for rec in records:
+        columns["round"].append(rec.round)
+        columns["t_start_s"].append(rec.t_start_s)
+        columns["t_end_s"].append(rec.t_end_s)
+        columns["n_selected"].append(len(rec.selected))
+        columns["n_completed"].append(len(rec.completed))
+        columns["selected"].append([int(c) for c in rec.selected])
+        columns["completed"].append([int(c) for c in rec.completed])
+        columns["accuracy"].append(rec.accuracy)
+        columns["loss"].append(rec.loss)
+        columns["lr"].append(rec.lr)
+    return pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
+
+
+def clients_table(columns: Mapping[str, np.ndarray | Sequence[object]]) -> pa.Table:
+    """Build the clients table: the standard columns first (NaN/null if absent), then extras."""
+    n = len(columns["client"])
+    arrays: dict[str, pa.Array] = {}
+    for name, dtype in CLIENT_COLUMNS.items():
+        if name in columns:
+            arrays[name] = pa.array(np.asarray(columns[name]).tolist(), type=dtype)
+        elif pa.types.is_floating(dtype):
+            arrays[name] = pa.array(np.full(n, np.nan), type=dtype)
+        else:
+            arrays[name] = pa.nulls(n, type=dtype)
+    for name, values in columns.items():
+        if name not in arrays:
+            arrays[name] = pa.array(np.asarray(values).tolist())
+    return pa.Table.from_pydict(arrays)

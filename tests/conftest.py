@@ -1,0 +1,50 @@
+"""Shared fixtures: tiny scenarios that run in about a second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "seed": 3,
+    "radio": {
+        "model": "fixed",
+        "rate_ul_bps": {"dist": "uniform", "low": 1.0e6, "high": 2.0e6},
+        "rate_dl_bps": 1.0e7,
+    },
+    "devices": {
+        "groups": [
+            {
+                "name": "a",
+                "count": 6,
+                "compute_sps": {"dist": "uniform", "low": 20, "high": 60},
+                "n_samples": {"dist": "uniform", "low": 30, "high": 60},
+            }
+        ]
+    },
+    "fl": {"rounds": 3, "clients_per_round": 3},
+    "learning": {"dataset": "digits", "model": "digits_mlp", "local_epochs": 1},
+}
+
+
+@pytest.fixture
+def tiny() -> dict[str, Any]:
+    """A fresh copy of the tiny scenario as a mapping (edit freely)."""
+    return yaml.safe_load(yaml.safe_dump(TINY))
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path):
+    """Write a mapping (or raw text) to a YAML file and return its path."""
+
+    def write(data: dict[str, Any] | str, name: str = "scenario.yaml") -> Path:
+        path = tmp_path / name
+        text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False)
+        path.write_text(text)
+        return path
+
+    return write

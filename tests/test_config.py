@@ -1,0 +1,194 @@
+"""Scenario loading and validation: good files, and each kind of bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from netfl.config import Scenario
+from netfl.errors import ScenarioError
+from netfl.scenario import dump_scenario, load_scenario, scenario_from_data
+
+
+def _error(write_scenario, data, overrides=()) -> ScenarioError:
+    path = write_scenario(data)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path, overrides)
+    return info.value
+
+
+def test_builtin_quickstart_loads():
+    scenario = load_scenario()
+    assert scenario.name == "quickstart"
+    assert scenario.devices.n_clients == 20
+
+
+def test_defaults_fill_every_key(write_scenario):
+    scenario = load_scenario(write_scenario({}))
+    assert scenario == Scenario()
+    assert scenario.fl.rounds == 20
+
+
+def test_resolved_dump_round_trips(write_scenario, tiny):
+    scenario = load_scenario(write_scenario(tiny))
+    again = load_scenario(write_scenario(dump_scenario(scenario), "resolved.yaml"))
+    assert again == scenario
+
+
+def test_malformed_yaml_reports_line_and_column(write_scenario):
+    error = _error(write_scenario, "fl:\n  rounds: 3\n  clients_per_round: [1, 2\n")
+    assert "malformed YAML" in str(error)
+    assert error.problems[0].line == 4 or error.problems[0].line == 3
+    assert "scenario.yaml:" in str(error)
+
+
+def test_unknown_key_suggests_the_nearest(write_scenario, tiny):
+    tiny["fl"]["rouns"] = 5
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "fl.rouns"
+    assert "did you mean 'rounds'?" in str(error)
+    # The line of the typo in the file is reported.
+    text = (write_scenario(tiny)).read_text().splitlines()
+    assert "rouns" in text[error.problems[0].line - 1]
+
+
+def test_unknown_section(write_scenario, tiny):
+    tiny["learnin"] = {}
+    error = _error(write_scenario, tiny)
+    assert "unknown key 'learnin'; did you mean 'learning'?" in str(error)
+
+
+def test_unknown_key_inside_a_distribution(write_scenario, tiny):
+    tiny["devices"]["groups"][0]["compute_sps"] = {"dist": "uniform", "low": 1, "hgh": 3}
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "devices.groups.0.compute_sps.hgh"
+    assert "did you mean 'high'?" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "expected"),
+    [
+        ("fl", "rounds", 0, "greater than 0"),
+        ("fl", "rounds", "ten", "valid integer"),
+        ("fl", "deadline_s", -5, "greater than 0"),
+        ("fl", "deadline_s", 0, "greater than 0"),
+        ("fl", "model_size_bits", 0, "greater than 0"),
+        ("fl", "request_fraction", 1.5, "less than or equal to 1"),
+        ("cell", "radius_m", -1, "greater than 0"),
+        ("learning", "batch_size", 0, "greater than 0"),
+        ("learning", "lr", -0.1, "greater than 0"),
+    ],
+)
+def test_bad_values_name_the_key(write_scenario, tiny, section, key, value, expected):
+    tiny.setdefault(section, {})[key] = value
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == f"{section}.{key}"
+    assert expected in str(error)
+    assert str(error).startswith(str(write_scenario(tiny)))
+
+
+def test_clients_per_round_larger_than_population(write_scenario, tiny):
+    tiny["fl"]["clients_per_round"] = 7
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "fl.clients_per_round"
+    assert "more than the population (6 devices)" in str(error)
+
+
+def test_missing_file():
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("does/not/exist.yaml")
+    assert "does/not/exist.yaml" in str(info.value)
+    assert "no such file" in str(info.value)
+
+
+def test_units_are_converted(write_scenario, tiny):
+    tiny["fl"]["deadline_s"] = "500 ms"
+    tiny["fl"]["model_size_bits"] = "18.3 MB"
+    tiny["cell"] = {"radius_m": "2 km"}
+    scenario = load_scenario(write_scenario(tiny))
+    assert scenario.fl.deadline_s == pytest.approx(0.5)
+    assert scenario.fl.model_size_bits == pytest.approx(18.3e6 * 8)
+    assert scenario.cell.radius_m == pytest.approx(2000.0)
+
+
+def test_wrong_unit_dimension_is_refused(write_scenario, tiny):
+    tiny["fl"]["deadline_s"] = "5 MHz"
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "fl.deadline_s"
+    assert "wrong unit" in str(error)
+
+
+def test_yaml_11_exponent_without_dot_is_a_number(write_scenario, tiny):
+    text = (
+        "radio:\n  rate_ul_bps: 2e6\n  rate_dl_bps: 1e7\n"
+        "devices:\n  groups:\n    - {count: 4, n_samples: 50}\n"
+        "fl: {rounds: 1, clients_per_round: 2}\n"
+    )
+    scenario = load_scenario(write_scenario(text))
+    assert scenario.radio.rate_ul_bps.expected() == 2e6
+
+
+def test_override_sets_nested_keys(write_scenario, tiny):
+    scenario = load_scenario(write_scenario(tiny), ["fl.rounds=7", "devices.groups.0.count=9"])
+    assert scenario.fl.rounds == 7
+    assert scenario.devices.n_clients == 9
+
+
+def test_override_learning_none(write_scenario, tiny):
+    scenario = load_scenario(write_scenario(tiny), ["learning=none", "fl.model_size_bits=1e6"])
+    assert scenario.learning is None
+
+
+def test_learning_none_needs_model_size(write_scenario, tiny):
+    error = _error(write_scenario, tiny, ["learning=none"])
+    assert error.problems[0].key == "fl.model_size_bits"
+
+
+def test_learning_none_needs_data_sizes(write_scenario, tiny):
+    del tiny["devices"]["groups"][0]["n_samples"]
+    tiny["learning"] = "none"
+    tiny["fl"]["model_size_bits"] = 1e6
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "devices.groups.0.n_samples"
+
+
+def test_bad_override_names_the_override(write_scenario, tiny):
+    error = _error(write_scenario, tiny, ["fl.rounds=0"])
+    assert error.source == "--set fl.rounds=0"
+    assert "fl.rounds" in str(error)
+    error = _error(write_scenario, tiny, ["fl.roundz=3"])
+    assert "did you mean 'rounds'?" in str(error)
+
+
+def test_malformed_override():
+    with pytest.raises(ScenarioError, match="KEY=VALUE"):
+        scenario_from_data({}, overrides=["fl.rounds"])
+
+
+def test_unknown_strategy_lists_registered(write_scenario, tiny):
+    tiny["selection"] = {"name": "randm"}
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "selection.name"
+    assert "did you mean 'random'?" in str(error)
+
+
+def test_strategy_params_checked_against_signature(write_scenario, tiny):
+    tiny["selection"] = {"name": "random", "params": {"weighted": "yes please"}}
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "selection.params.weighted"
+    tiny["selection"] = {"name": "random", "params": {"alpha": 3}}
+    error = _error(write_scenario, tiny)
+    assert "not a parameter of this strategy; it takes: weighted" in str(error)
+
+
+def test_unknown_dataset(write_scenario, tiny):
+    tiny["learning"]["dataset"] = "digitz"
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "learning.dataset"
+
+
+def test_every_problem_is_listed(write_scenario, tiny):
+    tiny["fl"]["rounds"] = 0
+    tiny["fl"]["deadline_s"] = -1
+    error = _error(write_scenario, tiny)
+    assert len(error.problems) == 2
+    assert "(and 1 more" in str(error)

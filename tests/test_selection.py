@@ -1,0 +1,119 @@
+"""The selection interface: conformance of every registered strategy, registry, params."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netfl.registry import strategies
+from netfl.selection.base import SelectionContext, Strategy, make_strategy
+from netfl.selection.check import StrategyCheckError, check_strategy
+from netfl.selection.random import RandomSelection
+
+REGISTERED = sorted(strategies().entries())
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_every_registered_strategy_passes_check(name):
+    cls = strategies().load(name)
+    check_strategy(lambda: make_strategy(cls, {}))
+
+
+class _Greedy(Strategy):
+    """Always the first candidates; deterministic and valid."""
+
+    def select(self, ctx):
+        return ctx.candidates[: ctx.budget].tolist()
+
+
+class _OverBudget(_Greedy):
+    def select(self, ctx):
+        return ctx.candidates.tolist()
+
+
+class _Mutates(_Greedy):
+    def select(self, ctx):
+        ctx.update_time_s[:] = 0  # read-only: raises
+        return []
+
+
+class _Unseeded(_Greedy):
+    def select(self, ctx):
+        k = min(ctx.budget, len(ctx.candidates))
+        return np.random.default_rng().choice(ctx.candidates, k, replace=False).tolist()
+
+
+class _NotCandidates(_Greedy):
+    def select(self, ctx):
+        outside = sorted(set(range(self.info.n_clients)) - set(ctx.candidates.tolist()))
+        chosen = ctx.candidates[: ctx.budget].tolist()
+        if outside and chosen:
+            chosen[-1] = outside[0]
+        return chosen
+
+
+def test_check_accepts_a_valid_strategy():
+    check_strategy(_Greedy)
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        (_OverBudget, "budget"),
+        (_Unseeded, "deterministic"),
+        (_NotCandidates, "non-candidates"),
+    ],
+)
+def test_check_catches_violations(cls, message):
+    with pytest.raises(StrategyCheckError, match=message):
+        check_strategy(cls)
+
+
+def test_context_arrays_are_read_only():
+    with pytest.raises(ValueError, match="read-only"):
+        check_strategy(_Mutates)
+
+
+def test_random_is_uniform_over_candidates():
+    strategy = RandomSelection()
+    strategy.setup(_info(10), np.random.default_rng(0))
+    counts = np.zeros(10)
+    ctx = _ctx(np.arange(10), budget=3)
+    for _ in range(6000):
+        counts[strategy.select(ctx)] += 1
+    # Each client is picked with probability 3/10 per round.
+    assert np.allclose(counts / 6000, 0.3, atol=0.03)
+
+
+def test_weighted_random_follows_data_size():
+    strategy = RandomSelection(weighted=True)
+    strategy.setup(_info(2), np.random.default_rng(0))
+    ctx = _ctx(np.arange(2), budget=1, n_samples=np.array([100, 300]))
+    picks = [strategy.select(ctx)[0] for _ in range(4000)]
+    assert np.mean(picks) == pytest.approx(0.75, abs=0.03)
+
+
+def test_plugin_by_module_path():
+    cls = strategies().load("tests.test_selection:_Greedy")
+    assert cls is _Greedy
+    with pytest.raises(ValueError, match="cannot import"):
+        strategies().load("no_such_module:Thing")
+
+
+def _info(n):
+    from netfl.selection.base import PopulationInfo
+
+    return PopulationInfo(n_clients=n, budget=3, n_samples=np.full(n, 10))
+
+
+def _ctx(candidates, budget, n_samples=None):
+    n = len(candidates)
+    return SelectionContext(
+        round=0,
+        now_s=0.0,
+        candidates=candidates,
+        budget=budget,
+        update_time_s=np.zeros(n),
+        upload_time_s=np.zeros(n),
+        n_samples=np.full(n, 10) if n_samples is None else n_samples,
+    )
