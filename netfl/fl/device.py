@@ -22,6 +22,10 @@ class FixedComputeDevices:
             raise ValueError("compute capabilities must be positive")
         self.compute_sps = np.asarray(compute_sps, dtype=float)
 
+    def start_round(self, round: int) -> None:
+        """Redraw per-round quantities (none for this model)."""
+        return None
+
     def update_time_s(self, client: int, n_samples: int, epochs: int) -> float:
         return epochs * n_samples / float(self.compute_sps[client])
 

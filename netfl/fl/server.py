@@ -104,6 +104,8 @@ class Server:
         record = RoundRecord(round=r, t_start_s=env.now, lr=self.learner.lr_at(r))
         self.records.append(record)
         self.timeline.record(env.now, "round_start", r)
+        self.network.start_round(r)
+        self.devices.start_round(r)
         candidates = self._resource_request(r)
         selected = self._select(r, candidates)
         record.selected = selected

@@ -34,10 +34,27 @@ class Transfer:
 
 
 class Network(Protocol):
-    """Transfers between the server and the devices."""
+    """Transfers between the server and the devices.
+
+    ``rate_ul_bps``/``rate_dl_bps`` are each device's nominal (mean) link rates, reported
+    in ``clients.parquet``. ``start_round`` is called by the server at the start of every
+    round so that a model can redraw per-round quantities (fluctuation) from its own stream.
+    """
 
     rate_ul_bps: np.ndarray
     rate_dl_bps: np.ndarray
+
+    def start_round(self, round: int) -> None:
+        """Redraw per-round quantities (no-op for static models)."""
+        ...
+
+    def multicast(self, env: simpy.Environment, clients: list[int], bits: float) -> simpy.Process:
+        """Send the same ``bits`` to all ``clients`` at once (FedCS distribution).
+
+        The process returns a dict client -> Transfer; every client receives at the rate
+        of the worst one, so all finish together.
+        """
+        ...
 
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         """Send ``bits`` from the server to ``client``; the process returns a Transfer.
@@ -70,8 +87,23 @@ class FixedRateNetwork:
             return None  # cancelled (deadline, drop): nothing to release
         return Transfer(client, bits, start, env.now)
 
+    def start_round(self, round: int) -> None:
+        return None
+
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         return env.process(self._send(env, client, bits, float(self.rate_dl_bps[client])))
+
+    def multicast(self, env: simpy.Environment, clients: list[int], bits: float) -> simpy.Process:
+        def run() -> Generator[simpy.Event, Any, dict[int, Transfer] | None]:
+            start = env.now
+            worst = float(np.min(self.rate_dl_bps[clients]))
+            try:
+                yield env.timeout(bits / worst)
+            except simpy.Interrupt:
+                return None
+            return {c: Transfer(c, bits, start, env.now) for c in clients}
+
+        return env.process(run())
 
     def upload(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         return env.process(self._send(env, client, bits, float(self.rate_ul_bps[client])))
