@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pytest
 
+from netfl.errors import ScenarioError
+from netfl.scenario import scenario_from_data
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 
 
@@ -74,3 +77,13 @@ def feedback(
         local_loss=arr(loss),
         signals=dict(signals or {}),
     )
+
+
+def selection_error(
+    scenario: dict, name: str, params: Mapping[str, object] | None = None
+) -> ScenarioError:
+    """The error that loading ``scenario`` with this strategy and params raises."""
+    scenario["selection"] = {"name": name, "params": dict(params or {})}
+    with pytest.raises(ScenarioError) as error:
+        scenario_from_data(scenario)
+    return error.value

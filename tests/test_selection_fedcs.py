@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.selection.check import check_strategy
 from netfl.selection.fedcs import FedCS
@@ -16,7 +15,7 @@ from netfl.selection.fedcs_extended import FedCSExtended
 from netfl.selection.mab_cs import observed_increments
 from netfl.selection.observations import MissingFeatureError
 from netfl.selection.tinc import greedy_schedule, t_inc
-from tests.selection_helpers import ctx, feedback, info, ready
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 # Three clients (t^UD, t^UL): A = (2, 3), B = (5, 1), C = (1, 4). By eq. (1) from the empty
 # schedule: T_inc(A) = 3 + 2 + 3 = 8, T_inc(B) = 1 + 5 + 1 = 7, T_inc(C) = 4 + 1 + 4 = 9,
@@ -170,11 +169,9 @@ def test_fedcs_deadline_without_the_oracle_feature_says_what_is_missing():
     ],
 )
 def test_deadline_forms_need_a_deadline(tiny, selection, key):
-    tiny["selection"] = selection
-    with pytest.raises(ScenarioError) as info_:
-        scenario_from_data(tiny)
-    assert info_.value.problems[0].key == key
-    assert "needs a round deadline" in str(info_.value)
+    error = selection_error(tiny, selection["name"], selection.get("params"))
+    assert error.problems[0].key == key
+    assert "needs a round deadline" in str(error)
     tiny["fl"]["deadline_s"] = 30.0
     scenario_from_data(tiny)
 
@@ -189,7 +186,4 @@ def test_deadline_forms_need_a_deadline(tiny, selection, key):
     ],
 )
 def test_bad_fedcs_params_name_the_key(tiny, params, key):
-    tiny["selection"] = {"name": "fedcs_extended", "params": params}
-    with pytest.raises(ScenarioError) as info_:
-        scenario_from_data(tiny)
-    assert info_.value.problems[0].key == key
+    assert selection_error(tiny, "fedcs_extended", params).problems[0].key == key

@@ -7,10 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from netfl.errors import ScenarioError
-from netfl.scenario import scenario_from_data
 from netfl.selection.mab_cs import ElementwiseMABCS, NaiveMABCS, observed_increments, ucb_bonus
-from tests.selection_helpers import ctx, feedback, info, ready
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 
 def test_ucb_bonus_of_eq_3():
@@ -112,7 +110,4 @@ def test_elementwise_learns_the_faster_client():
     ],
 )
 def test_bad_params_name_the_key(tiny, name, params, key):
-    tiny["selection"] = {"name": name, "params": params}
-    with pytest.raises(ScenarioError) as error:
-        scenario_from_data(tiny)
-    assert error.value.problems[0].key == key
+    assert selection_error(tiny, name, params).problems[0].key == key

@@ -7,10 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.selection.oort import Oort, statistical_utility, system_penalty, temporal_uncertainty
-from tests.selection_helpers import ctx, feedback, info, ready
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 
 def test_statistical_utility_is_size_times_root_mean_square_loss():
@@ -134,10 +133,9 @@ def test_oort_needs_learning(tiny):
     scenario_from_data(tiny)
     tiny["learning"] = "none"
     tiny["fl"]["model_size_bits"] = 1e6
-    with pytest.raises(ScenarioError) as error:
-        scenario_from_data(tiny)
-    assert error.value.problems[0].key == "selection.name"
-    assert "local_loss" in str(error.value)
+    error = selection_error(tiny, "oort")
+    assert error.problems[0].key == "selection.name"
+    assert "local_loss" in str(error)
 
 
 @pytest.mark.parametrize(
@@ -151,7 +149,4 @@ def test_oort_needs_learning(tiny):
     ],
 )
 def test_bad_params_name_the_key(tiny, params, key):
-    tiny["selection"] = {"name": "oort", "params": params}
-    with pytest.raises(ScenarioError) as error:
-        scenario_from_data(tiny)
-    assert error.value.problems[0].key == key
+    assert selection_error(tiny, "oort", params).problems[0].key == key

@@ -10,12 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netfl.errors import ScenarioError
-from netfl.scenario import scenario_from_data
 from netfl.selection.observations import MissingFeatureError
 from netfl.selection.rbcs_f import RBCSF, divide_and_conquer, lemma1_alpha
 from netfl.trace.metrics import jain_index
-from tests.selection_helpers import ctx, feedback, info, ready
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 BITS = 20e6
 
@@ -197,8 +195,14 @@ def test_every_client_reaches_the_guaranteed_rate():
     ],
 )
 def test_bad_params_name_the_key(tiny, params, key, message):
-    tiny["selection"] = {"name": "rbcs_f", "params": params}
-    with pytest.raises(ScenarioError) as error:
-        scenario_from_data(tiny)
-    assert error.value.problems[0].key == key
-    assert message in str(error.value)
+    error = selection_error(tiny, "rbcs_f", params)
+    assert error.problems[0].key == key
+    assert message in str(error)
+
+
+def test_a_round_without_candidates_needs_no_features():
+    strategy = ready(RBCSF(beta=0.5), info(2, budget=1, model_size_bits=BITS))
+    assert strategy.select(ctx([], 1)) == []
+    assert strategy.scores() == {"backlog": {0: 0.0, 1: 0.0}}
+    strategy.observe(feedback([]))
+    assert strategy.backlog.tolist() == [0.5, 0.5]

@@ -73,7 +73,8 @@ class NaiveMABCS(_MABCS):
     the round's schedule (``feedback.selected`` is in selection order), computed from the
     times observed in that round (:func:`observed_increments`); mean(T_inc)_k is the
     sample mean over its selections. The score does not depend on S, so Algorithm 1
-    reduces to taking the ``budget`` candidates with the highest scores.
+    reduces to taking the ``budget`` candidates with the highest scores. ``scores()``:
+    ``ucb``, eq. (4) of each candidate tried before.
 
     Parameters
     ----------
@@ -121,6 +122,9 @@ class ElementwiseMABCS(_MABCS):
 
     with T'_inc eq. (1) on tau instead of t, run through Algorithm 1. Clients never
     selected (tau = -inf) are scheduled first, in random order, with zero times.
+    ``scores()`` of the candidates tried before: ``tau_update``, ``tau_upload`` and
+    ``ucb`` = f(S, k) of eq. (7) for the empty schedule S, -(max(tau^UL, 0) +
+    max(tau^UD, 0) + tau^UL) (002 Fig. 4 plots this score).
 
     Parameters
     ----------

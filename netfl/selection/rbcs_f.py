@@ -169,6 +169,9 @@ class RBCSF(Strategy):
         return np.column_stack([1.0 / mu, cold, self.bits / bandwidth_hz])
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
+        self._scores = {"backlog": dict(enumerate(self.backlog.tolist()))}
+        if len(ctx.candidates) == 0:  # nobody available: nothing to estimate
+            return []
         shuffle = self.rng.permutation(len(ctx.candidates))  # random tie-breaking
         candidates = ctx.candidates[shuffle]
         contexts = self.contexts(ctx)[shuffle]
@@ -180,11 +183,8 @@ class RBCSF(Strategy):
         chosen = candidates[picked]
         self._contexts = dict(zip(chosen.tolist(), contexts[picked], strict=True))
         ids = candidates.tolist()
-        self._scores = {
-            "backlog": dict(enumerate(self.backlog.tolist())),
-            "tau_hat": dict(zip(ids, tau_hat.tolist(), strict=True)),
-            "tau_bar": dict(zip(ids, tau_bar.tolist(), strict=True)),
-        }
+        self._scores["tau_hat"] = dict(zip(ids, tau_hat.tolist(), strict=True))
+        self._scores["tau_bar"] = dict(zip(ids, tau_bar.tolist(), strict=True))
         return [int(c) for c in chosen]
 
     def observe(self, feedback: RoundFeedback) -> None:
