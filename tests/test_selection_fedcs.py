@@ -12,9 +12,8 @@ from netfl.selection.check import check_strategy
 from netfl.selection.fedcs import FedCS
 from netfl.selection.fedcs_deadline import FedCSDeadline
 from netfl.selection.fedcs_extended import FedCSExtended
-from netfl.selection.mab_cs import observed_increments
 from netfl.selection.observations import MissingFeatureError
-from netfl.selection.tinc import greedy_schedule, t_inc
+from netfl.selection.tinc import greedy_schedule, observed_increments, t_inc
 from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 # Three clients (t^UD, t^UL): A = (2, 3), B = (5, 1), C = (1, 4). By eq. (1) from the empty

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from netfl.selection.mab_cs import ElementwiseMABCS, NaiveMABCS, observed_increments, ucb_bonus
+from netfl.selection.mab_cs import ElementwiseMABCS, NaiveMABCS, ucb_bonus
+from netfl.selection.tinc import observed_increments
 from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
 from netfl.selection.observations import times_or_round_time
-from netfl.selection.tinc import greedy_schedule, t_inc
+from netfl.selection.tinc import greedy_schedule, observed_increments, t_inc
 
 
 def ucb_bonus(n_selected: np.ndarray, total_selections: float) -> np.ndarray:
@@ -30,22 +30,6 @@ def ucb_bonus(n_selected: np.ndarray, total_selections: float) -> np.ndarray:
     log_total = np.log(total_selections) if total_selections > 0 else 0.0
     with np.errstate(divide="ignore"):
         return np.where(n > 0, np.sqrt(log_total / (2.0 * np.maximum(n, 1.0))), np.inf)
-
-
-def observed_increments(update_s: np.ndarray, upload_s: np.ndarray) -> np.ndarray:
-    """T_inc(S_i, k_i) of eq. (1) for each client of a round, in selection order.
-
-    S_i is the prefix of the selection before client k_i and the times are the ones
-    observed in the round: the "increased time when adding client k" that Naive MAB-CS
-    takes as its payoff, reconstructed from the per-client times.
-    """
-    out = np.empty(len(update_s))
-    t, distribution = 0.0, 0.0
-    for i, (update, upload) in enumerate(zip(update_s, upload_s, strict=True)):
-        out[i] = float(t_inc(update, upload, t, distribution))
-        t += out[i]
-        distribution = max(distribution, float(upload))
-    return out
 
 
 class _MABCS(Strategy):

@@ -44,6 +44,22 @@ def t_inc(
     return (grown - distribution_s) + np.maximum(update - (t_s - distribution_s), 0.0) + upload
 
 
+def observed_increments(update_s: np.ndarray, upload_s: np.ndarray) -> np.ndarray:
+    """T_inc(S_i, k_i) of eq. (1) for each client of a round, in selection order.
+
+    S_i is the prefix of the selection before client k_i and the times are the ones
+    observed in the round: the "increased time when adding client k" that Naive MAB-CS
+    takes as its payoff, reconstructed from the per-client times.
+    """
+    out = np.empty(len(update_s))
+    t, distribution = 0.0, 0.0
+    for i, (update, upload) in enumerate(zip(update_s, upload_s, strict=True)):
+        out[i] = float(t_inc(update, upload, t, distribution))
+        t += out[i]
+        distribution = max(distribution, float(upload))
+    return out
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Result of Algorithm 1: positions into the input arrays, in selection order."""
