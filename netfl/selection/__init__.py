@@ -11,4 +11,32 @@ STRATEGIES: dict[str, Entry] = {
         "netfl.selection.random:RandomSelection",
         "uniform without replacement (optionally weighted by data size); FedAvg baseline",
     ),
+    "fedcs": Entry(
+        "netfl.selection.fedcs:FedCS",
+        "FedCS greedy on the reported times, T_inc eqs. (1)-(2) of 002; budget or deadline form",
+    ),
+    "fedcs_extended": Entry(
+        "netfl.selection.fedcs_extended:FedCSExtended",
+        "Extended FedCS: FedCS on the moving average of the last five observed times (002)",
+    ),
+    "mab_cs_naive": Entry(
+        "netfl.selection.mab_cs:NaiveMABCS",
+        "Naive MAB-CS: UCB on each client's mean observed T_inc, eq. (4) of 002",
+    ),
+    "mab_cs_elementwise": Entry(
+        "netfl.selection.mab_cs:ElementwiseMABCS",
+        "Element-wise MAB-CS: FedCS on UCB-amended update/upload times, eqs. (5)-(7) of 002",
+    ),
+    "rbcs_f": Entry(
+        "netfl.selection.rbcs_f:RBCSF",
+        "RBCS-F: Lyapunov fairness queues + ridge-regression LCB of the exchange time (003)",
+    ),
+    "fedcs_deadline": Entry(
+        "netfl.selection.fedcs_deadline:FedCSDeadline",
+        "FedCS(3) of 003: oracle expected exchange times, every client within a deadline",
+    ),
+    "oort": Entry(
+        "netfl.selection.oort:Oort",
+        "Oort (OSDI 2021): loss-based utility x system penalty, exploration, pacer",
+    ),
 }

@@ -8,6 +8,10 @@ into the simulator; it draws randomness only from the generator given to ``setup
 Writing one: subclass :class:`Strategy`, take your YAML ``params`` as typed keyword
 arguments of ``__init__`` (they are validated against the signature), override ``select``
 and, if it learns, ``observe``. Declare learning signals you need in ``requires``.
+Optional hooks: ``scores()`` exposes internal per-client values (UCB scores, estimates,
+virtual-queue backlogs) that the server records after each ``select`` into
+``strategy.parquet``; set ``may_select_fewer = True`` on a strategy that may select fewer
+than the budget by design (deadline-driven ones).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from netfl.errors import Problem
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
+
+#: ``Strategy.scores()``: score name -> {client id: value}.
+Scores = Mapping[str, Mapping[int, float]]
 
 #: Learning signals a strategy may declare in ``requires``.
 LEARNING_SIGNALS = frozenset({"local_loss", "update_vector", "poll_loss", "data_context"})
@@ -46,6 +53,8 @@ class PopulationInfo:
     n_samples: np.ndarray
     rounds: int | None = None
     deadline_s: float | None = None
+    #: Size of the model on the air, bits (None where the scenario does not say).
+    model_size_bits: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_samples", _frozen(self.n_samples))
@@ -132,6 +141,9 @@ class Strategy(ABC):
 
     #: Learning signals the strategy needs (subset of ``LEARNING_SIGNALS``).
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: True if ``select`` may return fewer than ``min(budget, candidates)`` by design
+    #: (a class attribute; a strategy whose parameters decide it may set it per instance).
+    may_select_fewer: bool = False
 
     info: PopulationInfo
     rng: np.random.Generator
@@ -147,6 +159,14 @@ class Strategy(ABC):
 
     def observe(self, feedback: RoundFeedback) -> None:  # noqa: B027 - optional hook
         """Learn from a finished round (default: nothing)."""
+
+    def scores(self) -> Scores:
+        """Internal per-client values behind the latest ``select`` (default: none).
+
+        Returns ``{name: {client: value}}``, e.g. ``{"ucb": {3: 0.7, 8: 0.2}}``. The server
+        calls it right after each ``select`` and records every value with the round.
+        """
+        return {}
 
     @classmethod
     def scenario_problems(cls, scenario: Scenario) -> list[Problem]:

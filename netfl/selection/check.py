@@ -2,14 +2,15 @@
 
 Modelled on Gymnasium's ``check_env``. It drives a strategy through synthetic rounds and
 checks that each selection is a subset of the candidates with no repeats, at most the
-budget; that inputs are never mutated; that the same seed gives the same selections; and
-that rounds with no candidates, or where no selected client reported back, are survived.
+budget; that inputs are never mutated; that the same seed gives the same selections; that
+rounds with no candidates, or where no selected client reported back, are survived; and
+that ``scores()`` returns ``{name: {client id: number}}`` for clients of the population.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -34,6 +35,7 @@ def _context(
         "cold_start": (history["last_round"][candidates] != round_ - 1).astype(float),
         "loss": rng.uniform(0.1, 3.0, n_cand),
         "context": rng.normal(size=(n_cand, 8)),
+        "expected_exchange_time_s": rng.uniform(1.0, 40.0, n_cand),
     }
     return SelectionContext(
         round=round_,
@@ -93,6 +95,7 @@ def _run(
         n_samples=rng.integers(20, 500, n_clients),
         rounds=rounds,
         deadline_s=None,
+        model_size_bits=20e6,
     )
     strategy = factory()
     strategy.setup(info, np.random.default_rng(seed + 1))
@@ -127,6 +130,7 @@ def _run(
                 f"round {round_}: selected {len(chosen)} of a budget of {ctx.budget}"
                 f" with {n_cand} candidates"
             )
+        _check_scores(strategy, round_, info.n_clients)
         selected = np.asarray(chosen, dtype=np.int64)
         feedback = _feedback(rng, round_, selected, nobody_reported=(round_ == 3))
         strategy.observe(feedback)
@@ -138,6 +142,23 @@ def _run(
         if not all(math.isfinite(c) for c in chosen):
             raise StrategyCheckError("non-integer ids")
     return selections
+
+
+def _check_scores(strategy: Strategy, round_: int, n_clients: int) -> None:
+    scores = strategy.scores()
+    if not isinstance(scores, Mapping):
+        raise StrategyCheckError(f"round {round_}: scores() returned {type(scores).__name__}")
+    for name, values in scores.items():
+        if not isinstance(name, str) or not isinstance(values, Mapping):
+            raise StrategyCheckError(
+                f"round {round_}: scores() must map names to {{client: value}}, got {name!r}"
+            )
+        for client, value in values.items():
+            if not 0 <= int(client) < n_clients or int(client) != client:
+                raise StrategyCheckError(
+                    f"round {round_}: scores()[{name!r}] has a non-client key {client!r}"
+                )
+            float(value)
 
 
 def _may_underfill(strategy: Strategy) -> bool:
