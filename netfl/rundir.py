@@ -80,6 +80,13 @@ def write_text(path: Path, text: str) -> None:
     _atomic(path, write)
 
 
+def write_bytes(path: Path, data: bytes) -> None:
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
+
+    _atomic(path, write)
+
+
 def _finite_or_null(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
