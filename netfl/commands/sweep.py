@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _fraction(text: str) -> float:
@@ -43,9 +43,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from netfl.errors import ScenarioError
     from netfl.sweep import load_sweep, run_sweep
 
-    sweep = load_sweep(args.sweep)
+    try:
+        sweep = load_sweep(args.sweep)
+    except ScenarioError as exc:
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.dry_run:
         for run in sweep.runs:
             print(f"{run.run_id}  {run.label}")

@@ -35,7 +35,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from netfl.config import Scenario
-from netfl.config.base import NonNegativeInt, PositiveInt, StrictModel, suggest
+from netfl.config.base import NonNegativeInt, StrictModel, suggest
 from netfl.errors import Problem, ScenarioError
 from netfl.scenario import (
     _locate,
@@ -59,14 +59,23 @@ class SweepFile(StrictModel):
     overrides: dict[str, Any] = Field(default_factory=dict, description="Set on every run.")
     grid: dict[str, list[Any]] | None = Field(default=None, description="Cartesian product.")
     zip: dict[str, list[Any]] | None = Field(default=None, description="Equal-length lists.")
-    seeds: list[NonNegativeInt] | PositiveInt | None = Field(
+    seeds: list[NonNegativeInt] | None = Field(
         default=None, description="Seeds (a list, or a count n for 0..n-1; default: base's)."
     )
 
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value <= 0:
+                raise ValueError("a seed count must be positive")
+            return list(range(value))
+        return value
+
     @field_validator("seeds")
     @classmethod
-    def _some_seeds(cls, value: list[int] | int | None) -> list[int] | int | None:
-        if isinstance(value, list) and not value:
+    def _some_seeds(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not value:
             raise ValueError("empty: list at least one seed, or remove the key")
         return value
 
@@ -218,10 +227,7 @@ def _blame(problem: Problem, point: dict[str, Any], sections: dict[str, str]) ->
 
 def _expand(model: SweepFile, data: dict[str, Any], base_label: str) -> list[SweepRun]:
     sections = {k: s for s in OVERRIDE_SECTIONS for k in (getattr(model, s) or {})}
-    seeds = model.seeds
-    seed_list: list[int | None] = list(range(seeds)) if isinstance(seeds, int) else [None]
-    if isinstance(seeds, list):
-        seed_list = list(seeds)
+    seed_list: list[int | None] = list(model.seeds) if model.seeds else [None]
     runs = []
     for point in _points(model):
         for seed in seed_list:

@@ -19,6 +19,7 @@ index, e.g. UCB-CS's ``A_t(gamma, k)``, eq. (4) of 000_dfbad22c59539edc.txt).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Literal
 
@@ -27,6 +28,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
 from netfl.trace.phases import PHASES
@@ -88,8 +90,15 @@ def _draw(
 def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> Figure:
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+    handles, labels = ax.get_legend_handles_labels()
+    if legend and handles:
+        wrapped = [textwrap.fill(label, 90) for label in labels]
+        if sum(label.count("\n") + 1 for label in wrapped) <= 6:
+            ax.legend(handles, wrapped, fontsize="small")
+        else:  # long configuration labels: below the axes, growing the figure
+            width, height = fig.get_size_inches()
+            fig.set_size_inches(width, height + 0.18 * sum(w.count("\n") + 1 for w in wrapped))
+            fig.legend(handles, wrapped, loc="outside lower center", fontsize="x-small")
     return fig
 
 
@@ -139,6 +148,7 @@ def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
         _draw(ax, x[keep], matrix[:, keep], label, band, step=False)
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return _finish(fig, ax, "Accuracy vs round")
 
 
@@ -153,6 +163,8 @@ def round_times(runs: RunsLike, band: str | None = "ci") -> Figure:
         _draw(right, x, ends - starts, label, band, step=False)
     left.set(xlabel="round", ylabel="cumulative simulated time (s)")
     right.set(xlabel="round", ylabel="round duration (s)")
+    for ax in (left, right):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _finish(fig, right, "Round duration", legend=False)
     return _finish(fig, left, "Cumulative time per round")
 
