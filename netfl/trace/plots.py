@@ -11,10 +11,11 @@ with a band: the 95% Student-t confidence interval of the mean (``band="ci"``), 
 minus one standard deviation (``"sd"``), or none (``None``).
 
 Strategy records (:func:`backlogs`, :func:`score_convergence`) are read from a run's
-``strategy.parquet`` or from any DataFrame with one row per (round, client) and the columns
-``round``, ``client`` and the value column: ``backlog`` (RBCS-F's virtual-queue backlog
-``Z_{t,n}``, eq. (6) of 003_ad2362771f4d0a3d.txt) or ``score`` (a strategy's per-client
-index, e.g. UCB-CS's ``A_t(gamma, k)``, eq. (4) of 000_dfbad22c59539edc.txt).
+``strategy.parquet`` or from any DataFrame in its long format (``netfl/trace/strategy.py``):
+one row per (round, score, client) with the columns ``round``, ``client``, ``score`` (the
+name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
+``Z_{t,n}`` (score ``backlog``, eq. (6) of 003_ad2362771f4d0a3d.txt) or UCB indices
+(``ucb``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
+from netfl.trace import metrics
 from netfl.trace.phases import PHASES
 from netfl.trace.run import Run, Runs
 
@@ -76,9 +78,17 @@ def _mean_band(matrix: np.ndarray, band: str | None) -> tuple[np.ndarray, np.nda
 
 
 def _draw(
-    ax: Axes, x: np.ndarray, matrix: np.ndarray, label: str, band: str | None, step: bool
+    ax: Axes,
+    x: np.ndarray,
+    matrix: np.ndarray,
+    label: str,
+    band: str | None,
+    step: bool,
+    clip: tuple[float, float] | None = None,
 ) -> None:
     mean, low, high = _mean_band(matrix, band)
+    if clip is not None:  # a CI of a mean may leave the support; the plot does not
+        low, high = np.clip(low, *clip), np.clip(high, *clip)
     where: Literal["post"] | None = "post" if step else None
     drawstyle = "steps-post" if step else "default"
     suffix = f" (n={len(matrix)})" if len(matrix) > 1 else ""
@@ -113,17 +123,20 @@ def _message(title: str, text: str) -> Figure:
 
 
 def accuracy_vs_time(runs: RunsLike, band: str | None = "ci", points: int = 400) -> Figure:
-    """Test accuracy against simulated time, one curve (mean over seeds) per configuration."""
+    """Test accuracy against simulated time, one curve (mean over seeds) per configuration.
+
+    A run's accuracy at time t is that of its latest evaluation (a step function); after its
+    last round it keeps its final accuracy (the model no longer changes), so runs of one
+    configuration that end at different times still average over all seeds. Bands are
+    clipped to [0, 1].
+    """
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     for label, group in _groups(runs):
-        ends = [float(r.rounds["t_end_s"].max()) for r in group]
-        grid = np.linspace(0.0, np.nanmax(ends), points)
+        end = max(float(r.rounds["t_end_s"].max()) for r in group)
+        grid = np.linspace(0.0, end, points)
         matrix = np.vstack([r.accuracy_at(grid) for r in group])
-        matrix[grid[None, :] > np.asarray(ends)[:, None]] = (
-            np.nan
-        )  # a run says nothing after it ends
-        _draw(ax, grid, matrix, label, band, step=True)
+        _draw(ax, grid, matrix, label, band, step=True, clip=(0.0, 1.0))
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("test accuracy")
     return _finish(fig, ax, "Accuracy vs simulated time")
@@ -145,7 +158,7 @@ def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
     for label, group in _groups(runs):
         x, matrix = _by_round(group, "accuracy")
         keep = np.any(np.isfinite(matrix), axis=0)
-        _draw(ax, x[keep], matrix[:, keep], label, band, step=False)
+        _draw(ax, x[keep], matrix[:, keep], label, band, step=False, clip=(0.0, 1.0))
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -291,23 +304,28 @@ def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
     return _finish(fig, ax, "Client rates (CDF)")
 
 
-def _strategy_frame(data: Run | pd.DataFrame, column: str) -> pd.DataFrame:
+def _score_matrix(data: Run | pd.DataFrame, score: str | None) -> tuple[pd.DataFrame, str]:
     frame = data.strategy if isinstance(data, Run) else data
-    missing = {"round", "client", column} - set(frame.columns)
+    missing = {"round", "client", "score", "value"} - set(frame.columns)
     if missing:
         raise MissingDataError(
-            f"strategy records need the columns round, client and {column!r}; missing"
-            f" {sorted(missing)}"
+            "strategy records need the columns round, client, score and value"
+            f" (netfl/trace/strategy.py); missing {sorted(missing)}"
         )
-    return frame
+    names = sorted(set(frame["score"].astype(str)))
+    if score is None and len(names) == 1:
+        score = names[0]
+    if score is None or score not in names:
+        asked = "a score name is needed" if score is None else f"no score {score!r}"
+        raise MissingDataError(f"{asked}; the strategy recorded: {', '.join(names) or 'none'}")
+    return metrics.score_matrix(frame, score), score
 
 
-def _per_client_lines(data: Run | pd.DataFrame, column: str, title: str, ylabel: str) -> Figure:
+def _per_client_lines(data: Run | pd.DataFrame, score: str | None, title: str) -> Figure:
     try:
-        frame = _strategy_frame(data, column)
+        wide, score = _score_matrix(data, score)
     except MissingDataError as exc:
         return _message(title, str(exc))
-    wide = frame.pivot_table(index="round", columns="client", values=column, aggfunc="last")
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
     if wide.shape[1] <= 50:
@@ -316,18 +334,22 @@ def _per_client_lines(data: Run | pd.DataFrame, column: str, title: str, ylabel:
         low, high = np.nanpercentile(wide.to_numpy(), [10, 90], axis=1)
         ax.fill_between(wide.index, low, high, alpha=0.2, label="10-90% of clients")
     ax.plot(wide.index, wide.mean(axis=1), color="k", lw=2, label="mean over clients")
-    ax.set(xlabel="round", ylabel=ylabel)
-    return _finish(fig, ax, title)
+    ax.set(xlabel="round", ylabel=score)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _finish(fig, ax, f"{title}: {score}")
 
 
-def backlogs(data: Run | pd.DataFrame, column: str = "backlog") -> Figure:
+def backlogs(data: Run | pd.DataFrame, score: str = "backlog") -> Figure:
     """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), 003_ad2362771f4d0a3d.txt)."""
-    return _per_client_lines(data, column, "Virtual-queue backlogs", "backlog Z")
+    return _per_client_lines(data, score, "Virtual-queue backlogs")
 
 
-def score_convergence(data: Run | pd.DataFrame, column: str = "score") -> Figure:
-    """A strategy's per-client scores (e.g. UCB indices) over rounds."""
-    return _per_client_lines(data, column, "Strategy scores", column)
+def score_convergence(data: Run | pd.DataFrame, score: str | None = None) -> Figure:
+    """A strategy's per-client score over rounds (e.g. MAB-CS or Oort ``ucb``, FedCS ``t_inc``).
+
+    ``score`` may be left out when the strategy records a single score.
+    """
+    return _per_client_lines(data, score, "Strategy scores")
 
 
 def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:

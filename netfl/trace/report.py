@@ -26,9 +26,10 @@ from netfl._version import __version__
 from netfl.errors import MissingDataError, RunDirectoryError
 from netfl.rundir import write_bytes, write_text
 from netfl.trace import compare, plots
-from netfl.trace.run import Run, Runs
+from netfl.trace.run import STRATEGY_FILE, Run, Runs
 
 REPORT_FILE = "report.html"
+MAX_SCORE_FIGURES = 6
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
@@ -156,11 +157,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("selection_heatmap", lambda: plots.selection_heatmap(run))
     page.figure("pull_counts", lambda: plots.pull_counts(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
-    if (run.path / "strategy.parquet").exists():
+    if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
-        for column, draw in (("backlog", plots.backlogs), ("score", plots.score_convergence)):
-            if column in run.strategy.columns:
-                page.figure(column, partial(draw, run))
+        names = sorted(set(run.strategy["score"].astype(str))) if "score" in run.strategy else []
+        for name in names[:MAX_SCORE_FIGURES]:
+            page.figure(f"score_{name}", partial(plots.score_convergence, run, name))
     page.heading("Scenario")
     text = (run.path / "scenario.resolved.yaml").read_text(encoding="utf-8")
     page.parts.append(

@@ -1,4 +1,4 @@
-"""Jain's index (eq. (3) of 000_dfbad22c59539edc.txt), confidence intervals, accuracy in time."""
+"""Confidence intervals and accuracy in time (Jain's index is tested in test_trace_metrics)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from netfl.trace.metrics import (
     accuracy_at,
-    jain_index,
     mean_ci,
     rounds_to_accuracy,
     time_to_accuracy,
 )
-
-
-def test_jain_index_hand_computed():
-    # (sum x)^2 / (K sum x^2): equal shares -> 1; one client takes all -> 1/K.
-    assert jain_index([3, 3, 3, 3]) == pytest.approx(1.0)
-    assert jain_index([5, 0, 0, 0]) == pytest.approx(0.25)
-    assert jain_index([1, 2, 3]) == pytest.approx(36 / (3 * 14))
-    assert math.isnan(jain_index([0, 0]))
-    assert math.isnan(jain_index([]))
-    with pytest.raises(ValueError, match="non-negative"):
-        jain_index([1, -1])
-
-
-@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=50), st.floats(1e-3, 1e3))
-def test_jain_index_bounds_and_scale_invariance(values, scale):
-    x = np.asarray(values)
-    if x.sum() == 0:
-        return
-    j = jain_index(x)
-    assert 1 / len(x) - 1e-12 <= j <= 1 + 1e-12
-    assert jain_index(x * scale) == pytest.approx(j, rel=1e-9)
 
 
 def test_mean_ci_uses_the_t_quantile():

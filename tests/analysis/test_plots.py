@@ -82,19 +82,26 @@ def test_pull_counts_and_rate_cdf(runs):
     assert len(cdf) == 2 and cdf[0].get_ydata()[-1] == 1.0
 
 
-def test_strategy_figures_take_a_documented_frame():
+def test_strategy_figures_take_the_documented_long_format():
+    rounds, clients = np.arange(5), np.arange(3)
     frame = pd.DataFrame(
         {
-            "round": np.repeat(np.arange(5), 3),
-            "client": np.tile(np.arange(3), 5),
-            "backlog": np.arange(15.0),
+            "round": np.repeat(rounds, 3),
+            "client": np.tile(clients, 5),
+            "score": "backlog",
+            "value": np.arange(15.0),
         }
     )
     fig = plots.backlogs(frame)
     assert len(fig.axes[0].lines) == 3 + 1  # one per client + the mean
     assert fig.axes[0].lines[-1].get_ydata().tolist() == [1, 4, 7, 10, 13]
-    missing = plots.score_convergence(frame)
-    assert "missing ['score']" in _texts(missing)
+    assert len(plots.score_convergence(frame).axes[0].lines) == 4  # the only score
+    two = pd.concat([frame, frame.assign(score="ucb")])
+    assert "a score name is needed; the strategy recorded: backlog, ucb" in _texts(
+        plots.score_convergence(two)
+    )
+    assert "no score 'z'" in _texts(plots.score_convergence(two, "z"))
+    assert "missing ['score', 'value']" in _texts(plots.backlogs(frame[["round", "client"]]))
 
 
 def test_figures_save_with_agg(tmp_path, runs):
