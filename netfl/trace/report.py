@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import shutil
 import warnings
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -23,8 +22,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from netfl._version import __version__
-from netfl.errors import MissingDataError, RunDirectoryError
-from netfl.rundir import write_bytes, write_text
+from netfl.errors import MissingDataError
+from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, plots
 from netfl.trace.run import STRATEGY_FILE, Run, Runs
 
@@ -42,25 +41,10 @@ pre { background: #f8f8f8; padding: 1em; overflow-x: auto; font-size: 0.8em; }
 
 
 def prepare_report_dir(path: Path, force: bool) -> Path:
-    if path.exists() and not path.is_dir():
-        raise RunDirectoryError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()):
-        if not force:
-            raise RunDirectoryError(
-                f"{path}: exists and is not empty; pass --force to replace the report it holds,"
-                " or choose another --out"
-            )
-        if not (path / REPORT_FILE).is_file():
-            raise RunDirectoryError(
-                f"{path}: not a netfl report folder (no {REPORT_FILE}); refusing to replace it"
-                " even with --force"
-            )
-        shutil.rmtree(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunDirectoryError(f"{path}: cannot create the report folder: {exc}") from exc
-    return path
+    def owned(folder: Path) -> bool:
+        return (folder / REPORT_FILE).is_file()
+
+    return prepare_output_dir(path, force, "report", owned, REPORT_FILE)
 
 
 class _Page:

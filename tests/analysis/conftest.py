@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -11,29 +12,16 @@ import yaml
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
 from netfl.sweep import load_sweep, run_sweep
+from tests.conftest import TINY
 
-#: Timing only (no model): 8 devices, a deadline that cuts the slowest uploads.
-TIMING: dict[str, Any] = {
-    "name": "timing",
-    "seed": 1,
-    "radio": {
-        "model": "fixed",
-        "rate_ul_bps": {"dist": "uniform", "low": 1.0e6, "high": 2.0e6},
-        "rate_dl_bps": 1.0e7,
-    },
-    "devices": {
-        "groups": [
-            {
-                "name": "a",
-                "count": 8,
-                "compute_sps": {"dist": "uniform", "low": 20, "high": 60},
-                "n_samples": {"dist": "uniform", "low": 30, "high": 60},
-            }
-        ]
-    },
-    "fl": {"rounds": 6, "clients_per_round": 3, "model_size_bits": 1.0e6, "deadline_s": 2.5},
-    "learning": "none",
-}
+#: Timing only (no model): the shared tiny scenario with 8 devices and a deadline that cuts
+#: the slowest uploads.
+TIMING: dict[str, Any] = copy.deepcopy(TINY)
+TIMING["name"] = "timing"
+TIMING["seed"] = 1
+TIMING["devices"]["groups"][0]["count"] = 8
+TIMING["fl"] = {"rounds": 6, "clients_per_round": 3, "model_size_bits": 1.0e6, "deadline_s": 2.5}
+TIMING["learning"] = "none"
 
 #: Real training on digits, small enough for about a second per run.
 LEARNING: dict[str, Any] = {

@@ -38,13 +38,13 @@ def test_report_goes_into_the_run_and_is_never_overwritten_silently(timing_run, 
     assert main(["report", str(run)]) == 0
     assert (run / "report" / "report.html").is_file()
     assert main(["report", str(run)]) == 2
-    assert "exists and is not empty; pass --force" in capsys.readouterr().err
+    assert "is not empty; choose another --out, or pass --force" in capsys.readouterr().err
     assert main(["report", str(run), "--force"]) == 0
     other = tmp_path / "mine"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
     assert main(["report", str(run), "--out", str(other), "--force"]) == 2
-    assert "not a netfl report folder" in capsys.readouterr().err
+    assert "not a netfl report directory (no report.html)" in capsys.readouterr().err
     assert (other / "notes.txt").read_text() == "keep me"
 
 
