@@ -138,6 +138,8 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise NetflError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend == "ray":
+        backends.import_ray()  # fail before writing anything
     sweep_dir = Path(out) if out is not None else Path("sweeps") / sweep.name
     prepare_sweep_dir(sweep_dir)
     rows = _plan(sweep, sweep_dir)

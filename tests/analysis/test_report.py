@@ -82,3 +82,12 @@ def test_compare_warns_about_different_datasets(digits_run, timing_run, tmp_path
     assert (
         "warning: the runs use different datasets" in (tmp_path / "c" / "report.html").read_text()
     )
+
+
+def test_compare_names_a_corrupted_table(timing_run, tmp_path, capsys):
+    run = shutil.copytree(timing_run, tmp_path / "run")
+    (run / "clients.parquet").write_bytes(b"\x00" * 64)
+    assert main(["compare", str(run), "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{run / 'clients.parquet'}: not a readable Parquet file" in err

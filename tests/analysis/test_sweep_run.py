@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pandas as pd
 import pytest
@@ -126,3 +127,11 @@ def test_ray_backend_on_a_local_instance(timing_sweep, tmp_path):
     for run_dir in result.index["run_dir"]:
         # Runs on Ray workers are the same runs, byte for byte.
         assert _files(tmp_path / "out" / run_dir) == _files(timing_sweep / run_dir)
+
+
+def test_ray_backend_without_ray_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--backend", "ray"]) == 2
+    assert "the Ray backend needs Ray: pip install 'netfl[ray]'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
