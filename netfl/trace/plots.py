@@ -194,7 +194,7 @@ def _gantt_rounds(
     return keep or per_round.index[:1].tolist()
 
 
-def gantt(run: Run, rounds: int | Sequence[int] | None = None, max_rows: int = 40) -> Figure:
+def gantt(run: Run, rounds: int | Sequence[int] | None = None, max_rows: int = 30) -> Figure:
     """Per-client phases (download, wait, compute, upload wait, upload) of some rounds.
 
     One bar per (round, client), in simulated time; a cross marks a round cut by the

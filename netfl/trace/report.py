@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -108,7 +109,14 @@ def run_summary(run: Run) -> pd.DataFrame:
     rows = [(k, s[k]) for k in keys if k in s.index]
     rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
     rows.append(("fairness_jain (selection counts)", run.fairness()))
-    return pd.DataFrame(rows, columns=["quantity", "value"]).astype({"value": str})
+    shown = [(k, _show(v)) for k, v in rows]
+    return pd.DataFrame(shown, columns=["quantity", "value"])
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
 
 
 def phase_statistics(run: Run) -> pd.DataFrame:
