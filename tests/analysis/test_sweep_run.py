@@ -97,6 +97,7 @@ def test_sweep_refuses_a_foreign_folder(tmp_path):
         run_sweep(load_sweep(write_sweep(tmp_path, TIMING, STRATEGY_GRID)), tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_local_processes_give_the_same_runs(timing_sweep, tmp_path):
     path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
     result = run_sweep(load_sweep(path), tmp_path / "out", jobs=2, progress="quiet")
