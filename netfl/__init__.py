@@ -5,6 +5,8 @@ Public API::
     import netfl
     scenario = netfl.load_scenario("quickstart", overrides=["fl.rounds=5"])
     result = netfl.simulate(scenario, out="runs/demo")
+    run = netfl.load_run("runs/demo")          # tables, phases, time to accuracy
+    runs = netfl.load_runs("sweeps/demo")      # many runs, parameters as columns
 
 Attributes are imported on first use, so ``import netfl`` stays light (no torch).
 """
@@ -18,13 +20,27 @@ from netfl._version import __version__
 if TYPE_CHECKING:
     from netfl.scenario import load_scenario
     from netfl.simulation import RunResult, simulate
+    from netfl.trace.run import Run, Runs, load_run, load_runs
 
-__all__ = ["RunResult", "__version__", "load_scenario", "simulate"]
+__all__ = [
+    "Run",
+    "RunResult",
+    "Runs",
+    "__version__",
+    "load_run",
+    "load_runs",
+    "load_scenario",
+    "simulate",
+]
 
 _LAZY = {
     "load_scenario": "netfl.scenario",
     "simulate": "netfl.simulation",
     "RunResult": "netfl.simulation",
+    "load_run": "netfl.trace.run",
+    "load_runs": "netfl.trace.run",
+    "Run": "netfl.trace.run",
+    "Runs": "netfl.trace.run",
 }
 
 

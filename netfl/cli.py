@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
         help="only this kind",
     )
     lst.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    from netfl.commands import add_parsers  # report, compare, sweep
+
+    add_parsers(sub)
     return parser
 
 
@@ -161,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
-        return commands[args.command](args)
+        handler = commands.get(args.command) or args.handler
+        return int(handler(args))
     except NetflError as exc:
         if args.debug:
             traceback.print_exc()

@@ -65,3 +65,11 @@ class DatasetError(NetflError):
 
 class RunDirectoryError(NetflError):
     """The output directory cannot be used (exists and is not empty, not a run, ...)."""
+
+
+class RunReadError(NetflError):
+    """A run (or sweep) directory cannot be read: not a netfl run, or a corrupted file."""
+
+
+class MissingDataError(NetflError, LookupError):
+    """A run lacks the records an analysis needs (the message names what and why)."""

@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,24 +42,32 @@ def default_run_dir(root: str | Path, name: str, now: datetime | None = None) ->
 
 def prepare_run_dir(path: Path, force: bool = False) -> Path:
     """Create ``path`` for a new run, applying the no-silent-overwrite rules."""
+    return prepare_output_dir(path, force, "run", is_run_directory, "summary.json")
+
+
+def prepare_output_dir(
+    path: Path, force: bool, kind: str, owned: Callable[[Path], bool], marker: str
+) -> Path:
+    """Create the output folder ``path``; an existing non-empty one is replaced only with
+    ``force``, and then only if ``owned(path)`` says netfl wrote it (it holds ``marker``)."""
     if path.exists() and not path.is_dir():
         raise RunDirectoryError(f"{path}: exists and is not a directory")
     if path.is_dir() and any(path.iterdir()):
         if not force:
             raise RunDirectoryError(
                 f"{path}: directory exists and is not empty; choose another --out, or pass"
-                " --force to replace the run it holds"
+                f" --force to replace the {kind} it holds"
             )
-        if not is_run_directory(path):
+        if not owned(path):
             raise RunDirectoryError(
-                f"{path}: not a netfl run directory (no summary.json); refusing to replace it"
+                f"{path}: not a netfl {kind} directory (no {marker}); refusing to replace it"
                 " even with --force"
             )
         shutil.rmtree(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RunDirectoryError(f"{path}: cannot create the run directory: {exc}") from exc
+        raise RunDirectoryError(f"{path}: cannot create the {kind} directory: {exc}") from exc
     return path
 
 
@@ -76,6 +85,13 @@ def _atomic(path: Path, write: Any) -> None:
 def write_text(path: Path, text: str) -> None:
     def write(tmp: str) -> None:
         Path(tmp).write_text(text, encoding="utf-8")
+
+    _atomic(path, write)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
 
     _atomic(path, write)
 

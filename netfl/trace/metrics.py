@@ -5,7 +5,9 @@
 * per-client selection (or completion) counts, and Jain's index of the cumulative counts
   after every round;
 * the strategies' internal scores per round as a round x client matrix, e.g. the RBCS-F
-  virtual-queue backlogs Z_{t,n} (score ``backlog``) or MAB-CS UCB scores (``ucb``).
+  virtual-queue backlogs Z_{t,n} (score ``backlog``) or MAB-CS UCB scores (``ucb``);
+* time to a target accuracy, accuracy at a simulated time (a step function of time), and
+  means with Student-t confidence intervals over seeds.
 
 Inputs are the run directory's tables as pandas DataFrames (``rounds.parquet``,
 ``strategy.parquet``) or plain arrays.
@@ -13,6 +15,7 @@ Inputs are the run directory's tables as pandas DataFrames (``rounds.parquet``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -73,3 +76,62 @@ def score_matrix(strategy: pd.DataFrame, score: str) -> pd.DataFrame:
 def backlogs(strategy: pd.DataFrame) -> pd.DataFrame:
     """RBCS-F virtual-queue backlogs Z_{t,n} per round (eq. (6) of 003), round x client."""
     return score_matrix(strategy, "backlog")
+
+
+def _evaluated(rounds: pd.DataFrame) -> pd.DataFrame:
+    done = rounds[np.isfinite(rounds["t_end_s"]) & np.isfinite(rounds["accuracy"])]
+    return done.sort_values("t_end_s", kind="stable")
+
+
+def time_to_accuracy(rounds: pd.DataFrame, target: float) -> float:
+    """Simulated time (s) at which the evaluated accuracy first reaches ``target``; NaN if never.
+
+    The time is the end of the first round whose evaluation is ``>= target`` (the model is
+    evaluated at aggregation, which ends the round).
+    """
+    done = _evaluated(rounds)
+    hit = done[done["accuracy"] >= target]
+    return float(hit["t_end_s"].iloc[0]) if len(hit) else math.nan
+
+
+def rounds_to_accuracy(rounds: pd.DataFrame, target: float) -> float:
+    """Rounds (round index + 1) until the accuracy first reaches ``target``; NaN if never."""
+    done = _evaluated(rounds)
+    hit = done[done["accuracy"] >= target]
+    return float(hit["round"].iloc[0] + 1) if len(hit) else math.nan
+
+
+def accuracy_at(rounds: pd.DataFrame, t_s: float | Sequence[float] | np.ndarray) -> np.ndarray:
+    """Accuracy of the global model at simulated time(s) ``t_s``.
+
+    The accuracy is a step function of time: it takes the value of the latest evaluation
+    that ended at or before ``t_s`` and is NaN before the first evaluation.
+    """
+    done = _evaluated(rounds)
+    times = done["t_end_s"].to_numpy(float)
+    accuracy = done["accuracy"].to_numpy(float)
+    query = np.atleast_1d(np.asarray(t_s, dtype=float))
+    index = np.searchsorted(times, query, side="right") - 1
+    out = np.full(query.shape, np.nan)
+    seen = index >= 0
+    out[seen] = accuracy[index[seen]]
+    return out
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Mean and the half-width of its two-sided Student-t confidence interval.
+
+    ``half = t_{(1+c)/2, n-1} s / sqrt(n)`` with ``s`` the sample standard deviation over
+    the finite values; the half-width is NaN with fewer than two finite values.
+    """
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, math.nan
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem

@@ -1,0 +1,16 @@
+"""Subcommands beyond simulate/validate/list: ``report``, ``compare`` and ``sweep``.
+
+Each module adds its parsers with ``add_parsers(sub)``; a parser's ``handler`` default is
+the function :func:`netfl.cli.main` calls with the parsed arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from netfl.commands import analysis, sweep
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    analysis.add_parsers(sub)
+    sweep.add_parsers(sub)

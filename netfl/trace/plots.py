@@ -1,0 +1,379 @@
+"""Figures of runs, for ``netfl report``/``netfl compare`` and notebooks.
+
+Every function takes runs (a :class:`~netfl.trace.run.Run`, a :class:`~netfl.trace.run.Runs`
+or a list of runs) or a DataFrame and returns a :class:`matplotlib.figure.Figure`. Figures
+are made without pyplot (no global state, safe with the Agg backend and in threads); in a
+notebook, ``%matplotlib inline`` displays them, and ``fig.savefig(path)`` writes them.
+
+Runs of one configuration (same parameters except the seed, see
+:meth:`Runs.configuration <netfl.trace.run.Runs.configuration>`) are drawn as their mean
+with a band: the 95% Student-t confidence interval of the mean (``band="ci"``), plus or
+minus one standard deviation (``"sd"``), or none (``None``).
+
+Strategy records (:func:`backlogs`, :func:`score_convergence`) are read from a run's
+``strategy.parquet`` or from any DataFrame in its long format (``netfl/trace/strategy.py``):
+one row per (round, score, client) with the columns ``round``, ``client``, ``score`` (the
+name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
+``Z_{t,n}`` (score ``backlog``, eq. (6) of 003_ad2362771f4d0a3d.txt) or UCB indices
+(``ucb``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from netfl.errors import MissingDataError
+from netfl.trace import metrics
+from netfl.trace.phases import PHASES
+from netfl.trace.run import Run, Runs
+
+RunsLike = Run | Runs | Sequence[Run]
+PHASE_COLOURS = dict(
+    zip(PHASES, ("#4C72B0", "#CCCCCC", "#55A868", "#EEDD88", "#C44E52"), strict=True)
+)
+
+
+def _runs(runs: RunsLike) -> Runs:
+    if isinstance(runs, Runs):
+        return runs
+    return Runs([runs] if isinstance(runs, Run) else runs)
+
+
+def _groups(runs: RunsLike) -> list[tuple[str, list[Run]]]:
+    """Runs grouped by configuration, in first-seen order."""
+    all_runs = _runs(runs)
+    labels = all_runs.configuration().to_numpy() if len(all_runs) > 1 else ["run"]
+    groups: dict[str, list[Run]] = {}
+    for label, run in zip(labels, all_runs, strict=True):
+        groups.setdefault(str(label), []).append(run)
+    if len(groups) == 1 and len(all_runs) == 1:
+        return [(all_runs[0].id, list(all_runs))]
+    return list(groups.items())
+
+
+def _mean_band(matrix: np.ndarray, band: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Column-wise mean and band over the rows (runs); NaN entries are left out."""
+    from scipy import stats
+
+    n = np.sum(np.isfinite(matrix), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(matrix, axis=0) / np.where(n > 0, n, np.nan)
+        sd = np.sqrt(np.nansum((matrix - mean) ** 2, axis=0) / np.where(n > 1, n - 1, np.nan))
+        if band == "ci":
+            half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+        elif band == "sd":
+            half = sd
+        else:
+            half = np.full_like(mean, np.nan)
+    return mean, mean - half, mean + half
+
+
+def _draw(
+    ax: Axes,
+    x: np.ndarray,
+    matrix: np.ndarray,
+    label: str,
+    band: str | None,
+    step: bool,
+    clip: tuple[float, float] | None = None,
+) -> None:
+    mean, low, high = _mean_band(matrix, band)
+    if clip is not None:  # a CI of a mean may leave the support; the plot does not
+        low, high = np.clip(low, *clip), np.clip(high, *clip)
+    where: Literal["post"] | None = "post" if step else None
+    drawstyle = "steps-post" if step else "default"
+    suffix = f" (n={len(matrix)})" if len(matrix) > 1 else ""
+    (line,) = ax.plot(x, mean, drawstyle=drawstyle, label=label + suffix)
+    if len(matrix) > 1 and band is not None:
+        ax.fill_between(x, low, high, step=where, alpha=0.2, color=line.get_color(), lw=0)
+
+
+def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> Figure:
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if legend and handles:
+        wrapped = [textwrap.fill(label, 90) for label in labels]
+        if sum(label.count("\n") + 1 for label in wrapped) <= 6:
+            ax.legend(handles, wrapped, fontsize="small")
+        else:  # long configuration labels: below the axes, growing the figure
+            width, height = fig.get_size_inches()
+            fig.set_size_inches(width, height + 0.18 * sum(w.count("\n") + 1 for w in wrapped))
+            fig.legend(handles, wrapped, loc="outside lower center", fontsize="x-small")
+    return fig
+
+
+def _message(title: str, text: str) -> Figure:
+    """A figure that says why there is nothing to draw."""
+    fig = Figure(figsize=(7, 2.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize="small")
+    return fig
+
+
+def accuracy_vs_time(runs: RunsLike, band: str | None = "ci", points: int = 400) -> Figure:
+    """Test accuracy against simulated time, one curve (mean over seeds) per configuration.
+
+    A run's accuracy at time t is that of its latest evaluation (a step function); after its
+    last round it keeps its final accuracy (the model no longer changes), so runs of one
+    configuration that end at different times still average over all seeds. Bands are
+    clipped to [0, 1].
+    """
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for label, group in _groups(runs):
+        end = max(float(r.rounds["t_end_s"].max()) for r in group)
+        grid = np.linspace(0.0, end, points)
+        matrix = np.vstack([r.accuracy_at(grid) for r in group])
+        _draw(ax, grid, matrix, label, band, step=True, clip=(0.0, 1.0))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("test accuracy")
+    return _finish(fig, ax, "Accuracy vs simulated time")
+
+
+def _by_round(group: list[Run], column: str) -> tuple[np.ndarray, np.ndarray]:
+    n_rounds = max(len(r.rounds) for r in group)
+    matrix = np.full((len(group), n_rounds), np.nan)
+    for i, r in enumerate(group):
+        values = r.rounds.sort_values("round")[column].to_numpy(float)
+        matrix[i, : len(values)] = values
+    return np.arange(1, n_rounds + 1), matrix
+
+
+def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
+    """Test accuracy after each round, one curve (mean over seeds) per configuration."""
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for label, group in _groups(runs):
+        x, matrix = _by_round(group, "accuracy")
+        keep = np.any(np.isfinite(matrix), axis=0)
+        _draw(ax, x[keep], matrix[:, keep], label, band, step=False, clip=(0.0, 1.0))
+    ax.set_xlabel("round")
+    ax.set_ylabel("test accuracy")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _finish(fig, ax, "Accuracy vs round")
+
+
+def round_times(runs: RunsLike, band: str | None = "ci") -> Figure:
+    """Cumulative simulated time at the end of each round (left) and each round's duration."""
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    for label, group in _groups(runs):
+        x, ends = _by_round(group, "t_end_s")
+        _, starts = _by_round(group, "t_start_s")
+        _draw(left, x, ends, label, band, step=False)
+        _draw(right, x, ends - starts, label, band, step=False)
+    left.set(xlabel="round", ylabel="cumulative simulated time (s)")
+    right.set(xlabel="round", ylabel="round duration (s)")
+    for ax in (left, right):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _finish(fig, right, "Round duration", legend=False)
+    return _finish(fig, left, "Cumulative time per round")
+
+
+def _gantt_rounds(
+    phases: pd.DataFrame, rounds: int | Sequence[int] | None, max_rows: int
+) -> list[int]:
+    if isinstance(rounds, int):
+        return [rounds]
+    if rounds is not None:
+        return list(rounds)
+    per_round = phases.groupby("round").size()
+    keep = per_round.index[per_round.cumsum() <= max_rows].tolist()
+    return keep or per_round.index[:1].tolist()
+
+
+def gantt(run: Run, rounds: int | Sequence[int] | None = None, max_rows: int = 30) -> Figure:
+    """Per-client phases (download, wait, compute, upload wait, upload) of some rounds.
+
+    One bar per (round, client), in simulated time; a cross marks a round cut by the
+    deadline or a drop. By default, the first rounds that fit in ``max_rows`` bars.
+    """
+    phases = run.phases()
+    if phases.empty:
+        return _message("Client phases", f"{run.id}: no client took part in any round")
+    chosen = _gantt_rounds(phases, rounds, max_rows)
+    intervals = run.phase_intervals()
+    rows = phases[phases["round"].isin(chosen)].sort_values(["round", "client"])
+    fig = Figure(figsize=(10, 1.5 + 0.25 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    y_of = {(r, c): i for i, (r, c) in enumerate(zip(rows["round"], rows["client"], strict=True))}
+    for phase, colour in PHASE_COLOURS.items():
+        part = intervals[(intervals["phase"] == phase) & intervals["round"].isin(chosen)]
+        ys = [y_of[(r, c)] for r, c in zip(part["round"], part["client"], strict=True)]
+        ax.barh(
+            ys,
+            part["end_s"] - part["start_s"],
+            left=part["start_s"],
+            height=0.7,
+            color=colour,
+            label=phase,
+        )
+    cut = rows[rows["outcome"].isin(["deadline_miss", "drop"])]
+    ax.plot(
+        cut["end_s"],
+        [y_of[(r, c)] for r, c in zip(cut["round"], cut["client"], strict=True)],
+        "kx",
+        label="cut (deadline/drop)",
+    )
+    ends = run.rounds.set_index("round")["t_end_s"].reindex(chosen)
+    for t in ends.dropna():
+        ax.axvline(t, color="k", lw=0.6, ls=":")
+    ax.set_yticks(range(len(rows)), [f"r{r} c{c}" for r, c in y_of], fontsize="x-small")
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated time (s)")
+    return _finish(fig, ax, f"Client phases, rounds {chosen[0]}-{chosen[-1]} ({run.id})")
+
+
+def rb_occupancy(run: Run, n_rb_total: float | None = None) -> Figure:
+    """Resource blocks in use over time, per direction (from ``rb_allocation`` events)."""
+    try:
+        usage = run.rb_usage(n_rb_total)
+    except MissingDataError as exc:
+        return _message("Resource-block occupancy", str(exc))
+    fig = Figure(figsize=(10, 3.5), layout="constrained")
+    ax = fig.add_subplot()
+    for direction, part in usage.groupby("direction"):
+        ax.step(part["t_s"], part["n_rb_used"], where="post", label=f"{direction} RBs in use")
+        total = part["n_rb_total"].iloc[-1]
+        if np.isfinite(total):
+            ax.axhline(total, ls="--", lw=0.8, color="k")
+    ax.set(xlabel="simulated time (s)", ylabel="resource blocks")
+    return _finish(fig, ax, f"Resource-block occupancy ({run.id})")
+
+
+def selection_heatmap(run: Run) -> Figure:
+    """Clients x rounds: not selected, selected but cut, selected and arrived."""
+    rounds = run.rounds.sort_values("round")
+    n_clients = len(run.clients)
+    grid = np.zeros((n_clients, len(rounds)))
+    for j, (selected, completed) in enumerate(
+        zip(rounds["selected"], rounds["completed"], strict=True)
+    ):
+        grid[np.asarray(selected, dtype=int), j] = 1
+        grid[np.asarray(completed, dtype=int), j] = 2
+    fig = Figure(figsize=(10, 1.5 + 0.12 * n_clients), layout="constrained")
+    ax = fig.add_subplot()
+    cmap = ListedColormap(["#F4F4F4", "#E0A040", "#2E7D32"])
+    image = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap=cmap, vmin=-0.5, vmax=2.5)
+    bar = fig.colorbar(image, ax=ax, ticks=[0, 1, 2])
+    bar.ax.set_yticklabels(["not selected", "selected, cut", "arrived"])
+    ax.set(xlabel="round", ylabel="client")
+    return _finish(fig, ax, f"Selections ({run.id})", legend=False)
+
+
+def pull_counts(runs: RunsLike) -> Figure:
+    """Times each client was selected (mean over seeds per configuration), with Jain's index."""
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax = fig.add_subplot()
+    groups = _groups(runs)
+    width = 0.8 / len(groups)
+    for k, (label, group) in enumerate(groups):
+        counts = pd.concat([r.selection_counts() for r in group], axis=1).mean(axis=1)
+        fairness = np.mean([r.fairness() for r in group])
+        ax.bar(
+            counts.index + k * width,
+            counts.to_numpy(),
+            width=width,
+            label=f"{label} (Jain {fairness:.3f})",
+        )
+    ax.set(xlabel="client", ylabel="times selected")
+    return _finish(fig, ax, "Pull counts")
+
+
+def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
+    """Empirical CDF of the clients' rates (Mbit/s), pooled over each configuration's runs."""
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for label, group in _groups(runs):
+        rates = np.sort(np.concatenate([r.clients[column].to_numpy(float) for r in group])) / 1e6
+        rates = rates[np.isfinite(rates)]
+        ax.step(rates, np.arange(1, len(rates) + 1) / len(rates), where="post", label=label)
+    ax.set(xlabel=f"{column.removesuffix('_bps')} (Mbit/s)", ylabel="fraction of clients")
+    return _finish(fig, ax, "Client rates (CDF)")
+
+
+def _score_matrix(data: Run | pd.DataFrame, score: str | None) -> tuple[pd.DataFrame, str]:
+    frame = data.strategy if isinstance(data, Run) else data
+    missing = {"round", "client", "score", "value"} - set(frame.columns)
+    if missing:
+        raise MissingDataError(
+            "strategy records need the columns round, client, score and value"
+            f" (netfl/trace/strategy.py); missing {sorted(missing)}"
+        )
+    names = sorted(set(frame["score"].astype(str)))
+    if score is None and len(names) == 1:
+        score = names[0]
+    if score is None or score not in names:
+        asked = "a score name is needed" if score is None else f"no score {score!r}"
+        raise MissingDataError(f"{asked}; the strategy recorded: {', '.join(names) or 'none'}")
+    return metrics.score_matrix(frame, score), score
+
+
+def _per_client_lines(data: Run | pd.DataFrame, score: str | None, title: str) -> Figure:
+    try:
+        wide, score = _score_matrix(data, score)
+    except MissingDataError as exc:
+        return _message(title, str(exc))
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    if wide.shape[1] <= 50:
+        ax.plot(wide.index, wide.to_numpy(), lw=0.7, alpha=0.5)
+    else:
+        low, high = np.nanpercentile(wide.to_numpy(), [10, 90], axis=1)
+        ax.fill_between(wide.index, low, high, alpha=0.2, label="10-90% of clients")
+    ax.plot(wide.index, wide.mean(axis=1), color="k", lw=2, label="mean over clients")
+    ax.set(xlabel="round", ylabel=score)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _finish(fig, ax, f"{title}: {score}")
+
+
+def backlogs(data: Run | pd.DataFrame, score: str = "backlog") -> Figure:
+    """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), 003_ad2362771f4d0a3d.txt)."""
+    return _per_client_lines(data, score, "Virtual-queue backlogs")
+
+
+def score_convergence(data: Run | pd.DataFrame, score: str | None = None) -> Figure:
+    """A strategy's per-client score over rounds (e.g. MAB-CS or Oort ``ucb``, FedCS ``t_inc``).
+
+    ``score`` may be left out when the strategy records a single score.
+    """
+    return _per_client_lines(data, score, "Strategy scores")
+
+
+def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
+    """Mean time to target accuracy per configuration with its 95% CI (a compare table)."""
+    fig = Figure(figsize=(8, 1.5 + 0.4 * len(table)), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(len(table))
+    ax.barh(y, table["time_to_target_s_mean"], xerr=table["time_to_target_s_ci95"], capsize=3)
+    ax.set_yticks(y, table.index, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("time to target accuracy (simulated s), mean and 95% CI")
+    return _finish(fig, ax, "Time to target accuracy", legend=False)
+
+
+__all__ = [
+    "accuracy_vs_round",
+    "accuracy_vs_time",
+    "backlogs",
+    "gantt",
+    "pull_counts",
+    "rate_cdf",
+    "rb_occupancy",
+    "round_times",
+    "score_convergence",
+    "selection_heatmap",
+    "time_to_accuracy_bars",
+]

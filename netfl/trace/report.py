@@ -1,0 +1,216 @@
+"""``netfl report`` and ``netfl compare``: self-contained HTML reports with their figures.
+
+A report folder holds ``report.html`` (every figure embedded as a base64 PNG, so the file
+can be mailed or archived alone), the same figures as PNG files, and the tables as CSV. A
+report folder is never overwritten silently: an existing non-empty folder is refused
+unless ``force``, and even then only if it holds a ``report.html`` (the rules of
+:mod:`netfl.rundir`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import warnings
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from netfl._version import __version__
+from netfl.errors import MissingDataError
+from netfl.rundir import prepare_output_dir, write_bytes, write_text
+from netfl.trace import compare, plots
+from netfl.trace.run import STRATEGY_FILE, Run, Runs
+
+REPORT_FILE = "report.html"
+MAX_SCORE_FIGURES = 6
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+img { max-width: 100%; } .warn { background: #fff3cd; padding: 0.5em 1em; }
+pre { background: #f8f8f8; padding: 1em; overflow-x: auto; font-size: 0.8em; }
+"""
+
+
+def prepare_report_dir(path: Path, force: bool) -> Path:
+    def owned(folder: Path) -> bool:
+        return (folder / REPORT_FILE).is_file()
+
+    return prepare_output_dir(path, force, "report", owned, REPORT_FILE)
+
+
+class _Page:
+    """Collects HTML sections and writes figures as PNG files beside the page."""
+
+    def __init__(self, folder: Path, title: str) -> None:
+        self.folder, self.title = folder, title
+        self.parts: list[str] = []
+        self.files: list[Path] = []
+
+    def heading(self, text: str) -> None:
+        self.parts.append(f"<h2>{html.escape(text)}</h2>")
+
+    def text(self, text: str, css: str = "") -> None:
+        klass = f' class="{css}"' if css else ""
+        self.parts.append(f"<p{klass}>{html.escape(text)}</p>")
+
+    def table(self, frame: pd.DataFrame, name: str | None = None, index: bool = True) -> None:
+        self.parts.append(frame.to_html(index=index, float_format=lambda v: f"{v:.4g}", na_rep="-"))
+        if name is not None:
+            path = self.folder / f"{name}.csv"
+            write_text(path, frame.to_csv(index=index))
+            self.files.append(path)
+
+    def figure(self, name: str, make: Callable[[], Figure]) -> None:
+        try:
+            fig = make()
+        except MissingDataError as exc:  # a figure that cannot be drawn says why
+            self.text(f"{name}: {exc}")
+            return
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+        png = buffer.getvalue()
+        path = self.folder / f"{name}.png"
+        write_bytes(path, png)
+        self.files.append(path)
+        encoded = base64.b64encode(png).decode("ascii")
+        self.parts.append(f'<img alt="{html.escape(name)}" src="data:image/png;base64,{encoded}">')
+
+    def write(self) -> Path:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        page = (
+            f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
+            f"{html.escape(self.title)}</title><style>{_STYLE}</style></head><body>"
+            f"<h1>{html.escape(self.title)}</h1><p>netfl {__version__}, {stamp}</p>"
+            + "\n".join(self.parts)
+            + "</body></html>\n"
+        )
+        path = self.folder / REPORT_FILE
+        write_text(path, page)
+        return path
+
+
+def run_summary(run: Run) -> pd.DataFrame:
+    """The key figures of one run as a two-column table (``quantity``, ``value``)."""
+    s = run.summary
+    keys = ["name", "seed", "status", "error", "rounds", "sim_time_s", "wall_time_s",
+            "n_clients", "final_accuracy", "target_accuracy", "time_to_target_s",
+            "rounds_to_target", "model_size_bits", "rate_ul_mean_bps", "rate_ul_max_bps",
+            "rate_dl_mean_bps", "device", "netfl_version"]  # fmt: skip
+    rows = [(k, s[k]) for k in keys if k in s.index]
+    rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
+    rows.append(("fairness_jain (selection counts)", run.fairness()))
+    shown = [(k, _show(v)) for k, v in rows]
+    return pd.DataFrame(shown, columns=["quantity", "value"])
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def phase_statistics(run: Run) -> pd.DataFrame:
+    """Mean, max and count of each phase's duration over all selected clients, by outcome."""
+    phases = run.phases()
+    columns = [f"{p}_s" for p in plots.PHASES]
+    if phases.empty:
+        return pd.DataFrame()
+    stats = phases.groupby("outcome", observed=True)[columns].agg(["mean", "max"])
+    stats.insert(0, ("clients", "count"), phases.groupby("outcome", observed=True).size())
+    return stats
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool = False) -> Path:
+    """Write the report of one run (default folder ``RUN_DIR/report``); return report.html."""
+    run = Run(run_dir)
+    folder = prepare_report_dir(Path(out) if out else run.path / "report", force)
+    page = _Page(folder, f"netfl run {run.id}")
+    page.heading("Summary")
+    page.table(run_summary(run), "summary", index=False)
+    page.heading("Accuracy")
+    page.figure("accuracy_vs_time", lambda: plots.accuracy_vs_time(run))
+    page.figure("accuracy_vs_round", lambda: plots.accuracy_vs_round(run))
+    page.heading("Time")
+    page.figure("round_times", lambda: plots.round_times(run))
+    page.figure("gantt", lambda: plots.gantt(run))
+    page.table(phase_statistics(run), "phases")
+    page.figure("rb_occupancy", lambda: plots.rb_occupancy(run))
+    page.heading("Selection")
+    page.figure("selection_heatmap", lambda: plots.selection_heatmap(run))
+    page.figure("pull_counts", lambda: plots.pull_counts(run))
+    page.figure("rate_cdf", lambda: plots.rate_cdf(run))
+    if (run.path / STRATEGY_FILE).exists():
+        page.heading("Strategy")
+        names = sorted(set(run.strategy["score"].astype(str))) if "score" in run.strategy else []
+        for name in names[:MAX_SCORE_FIGURES]:
+            page.figure(f"score_{name}", partial(plots.score_convergence, run, name))
+    page.heading("Scenario")
+    text = (run.path / "scenario.resolved.yaml").read_text(encoding="utf-8")
+    page.parts.append(
+        f"<details><summary>resolved scenario</summary><pre>{html.escape(text)}</pre></details>"
+    )
+    return page.write()
+
+
+def write_comparison(
+    specs: Iterable[str | Path],
+    out: str | Path,
+    *,
+    target: float | None = None,
+    force: bool = False,
+) -> tuple[Path, list[str]]:
+    """Write one report comparing runs (run dirs, globs or sweep dirs); return it and warnings."""
+    all_runs = Runs([r for spec in specs for r in _load(spec)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", compare.ComparisonWarning)
+        runs = Runs([r for r in all_runs if r.status == "completed"])
+        skipped = [r.id for r in all_runs if r.status != "completed"]
+        if skipped:
+            shown = ", ".join(skipped[:5])
+            message = f"left out {len(skipped)} runs that did not complete: {shown}"
+            warnings.warn(message, compare.ComparisonWarning, stacklevel=2)
+        if not len(runs):
+            raise MissingDataError("no completed run to compare")
+        compare.check_datasets(runs)
+        chosen = compare.common_target(runs, target)
+    messages = [str(w.message) for w in caught if issubclass(w.category, compare.ComparisonWarning)]
+    folder = prepare_report_dir(Path(out), force)
+    page = _Page(folder, f"netfl comparison of {len(runs)} runs")
+    for message in messages:
+        page.text(f"warning: {message}", "warn")
+    table = compare.per_run(runs, chosen)
+    grouped = compare.by_configuration(table)
+    page.heading("By configuration (mean and 95% CI half-width over seeds)")
+    target_text = "not set" if chosen is None else f"{chosen:g}"
+    page.text(f"Target accuracy: {target_text}. Time to target is averaged over the runs that "
+              "reached it (column reached).")  # fmt: skip
+    page.table(grouped, "comparison")
+    if len(grouped) > 1 and chosen is not None and grouped["time_to_target_s_mean"].notna().any():
+        page.figure("time_to_target", lambda: plots.time_to_accuracy_bars(grouped))
+    pairs = compare.paired(runs, table)
+    if len(pairs):
+        page.heading("Paired differences (common random numbers)")
+        page.text(compare.CRN_NOTE)
+        page.table(pairs, "paired", index=False)
+    page.heading("Figures")
+    for name in ("accuracy_vs_time", "accuracy_vs_round", "round_times", "pull_counts", "rate_cdf"):
+        page.figure(name, partial(getattr(plots, name), runs))
+    page.heading("Runs")
+    page.table(table, "runs", index=False)
+    return page.write(), messages
+
+
+def _load(spec: str | Path) -> Runs:
+    from netfl.trace.run import load_runs
+
+    return load_runs(spec)

@@ -1,0 +1,379 @@
+"""Reading run directories back: :func:`load_run` -> :class:`Run`, :func:`load_runs` -> ``Runs``.
+
+A :class:`Run` gives the resolved scenario (typed and as a mapping), the run's tables as
+pandas DataFrames (read on first use) and the analyses built on them (phases, time to
+accuracy, accuracy at a time, RB usage, fairness). :class:`Runs` concatenates many runs,
+with their scenario parameters as flattened dotted columns (``fl.clients_per_round``,
+``selection.params.weighted``), which is what sweeps and comparisons group by.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from netfl.errors import MissingDataError, RunReadError, ScenarioError
+from netfl.rundir import is_run_directory
+from netfl.trace import metrics, phases, rb
+
+if TYPE_CHECKING:
+    from netfl.config import Scenario
+
+#: Scenario keys that do not change what a run computes (left out of configurations).
+NON_CONFIG_PREFIXES = ("name", "output.", "seed")
+#: Optional per-round strategy records (see :mod:`netfl.trace.plots` for the columns).
+STRATEGY_FILE = "strategy.parquet"
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings and lists of mappings -> ``{"a.b.0.c": leaf}``.
+
+    Empty mappings add no key; lists of plain values become a tuple (hashable, so they can
+    be grouped by).
+    """
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(data, list) and any(isinstance(item, dict | list) for item in data):
+        for index, value in enumerate(data):
+            out.update(flatten(value, f"{prefix}{index}."))
+    elif isinstance(data, list):
+        out[prefix[:-1]] = tuple(data)
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read one Parquet table; a missing or corrupted file is a :class:`RunReadError` naming it."""
+    if not path.is_file():
+        raise RunReadError(f"{path}: missing (the run may have stopped before writing it)")
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise RunReadError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+class Run:
+    """One run directory, read lazily.
+
+    Attributes
+    ----------
+    path
+        The run directory.
+    scenario_dict, scenario
+        The resolved scenario as a mapping and as the typed :class:`~netfl.config.Scenario`.
+    summary
+        ``summary.json`` as a flat Series (nested keys dotted: ``versions.torch``).
+    timeline, rounds, clients
+        The run's tables (``timeline.parquet``, ``rounds.parquet``, ``clients.parquet``).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise RunReadError(f"{self.path}: not a directory")
+        if not is_run_directory(self.path):
+            raise RunReadError(
+                f"{self.path}: not a netfl run directory (no summary.json or"
+                " scenario.resolved.yaml)"
+            )
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r})"
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    # -- files ----------------------------------------------------------------------------
+
+    @cached_property
+    def scenario_dict(self) -> dict[str, Any]:
+        path = self.path / "scenario.resolved.yaml"
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise RunReadError(f"{path}: cannot read the resolved scenario ({exc})") from None
+        if not isinstance(data, dict):
+            raise RunReadError(f"{path}: not a scenario mapping")
+        return data
+
+    @cached_property
+    def scenario(self) -> Scenario:
+        from netfl.scenario import scenario_from_data
+
+        source = str(self.path / "scenario.resolved.yaml")
+        try:
+            return scenario_from_data(self.scenario_dict, source=source, check_registry=False)
+        except ScenarioError as exc:
+            raise RunReadError(
+                f"{exc} (written by another netfl version? use run.scenario_dict)"
+            ) from None
+
+    @cached_property
+    def summary(self) -> pd.Series:
+        path = self.path / "summary.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunReadError(f"{path}: cannot read the summary ({exc})") from None
+        values = {k: (np.nan if v is None else v) for k, v in flatten(data).items()}
+        return pd.Series(values, dtype=object, name=self.id)
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        return read_table(self.path / "timeline.parquet")
+
+    @cached_property
+    def rounds(self) -> pd.DataFrame:
+        return read_table(self.path / "rounds.parquet")
+
+    @cached_property
+    def clients(self) -> pd.DataFrame:
+        return read_table(self.path / "clients.parquet")
+
+    @cached_property
+    def strategy(self) -> pd.DataFrame:
+        """Per-round strategy records (``strategy.parquet``), for strategies that write them."""
+        path = self.path / STRATEGY_FILE
+        if not path.exists():
+            name = (self.scenario_dict.get("selection") or {}).get("name", "?")
+            raise MissingDataError(
+                f"{path}: not written; strategy '{name}' records no internal state"
+            )
+        return read_table(path)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The resolved scenario as flat dotted keys."""
+        return flatten(self.scenario_dict)
+
+    @property
+    def status(self) -> str:
+        return str(self.summary.get("status", "unknown"))
+
+    # -- analyses -------------------------------------------------------------------------
+
+    def phases(self) -> pd.DataFrame:
+        """Per (round, client) phase table (download, wait, compute, upload wait, upload).
+
+        See :func:`netfl.trace.phases.phase_table` for the columns.
+        """
+        return phases.phase_table(self.timeline)
+
+    def phase_intervals(self) -> pd.DataFrame:
+        """One row per (round, client, phase) with start and end times (for Gantt charts)."""
+        return phases.phase_intervals(self.phases())
+
+    def target_accuracy(self, target: float | None = None) -> float | None:
+        if target is not None:
+            return target
+        learning = self.scenario_dict.get("learning") or {}
+        value = learning.get("target_accuracy")
+        return None if value is None else float(value)
+
+    def time_to_accuracy(self, target: float | None = None) -> float:
+        """Simulated s until the accuracy first reached ``target`` (default: the scenario's
+        ``learning.target_accuracy``); NaN if never."""
+        chosen = self.target_accuracy(target)
+        if chosen is None:
+            raise MissingDataError(f"{self.path}: no target given and the scenario sets none")
+        return metrics.time_to_accuracy(self.rounds, chosen)
+
+    def accuracy_at(self, t_s: float | Sequence[float] | np.ndarray) -> np.ndarray:
+        """Accuracy of the global model at simulated time(s) ``t_s`` (last evaluation before)."""
+        return metrics.accuracy_at(self.rounds, t_s)
+
+    def rb_usage(self, n_rb_total: float | None = None) -> pd.DataFrame:
+        """RBs in use over time per direction (see :func:`netfl.trace.rb.rb_usage`)."""
+        try:
+            return rb.rb_usage(self.timeline, n_rb_total)
+        except MissingDataError as exc:
+            raise MissingDataError(f"{self.path}: {exc}") from None
+
+    def selection_counts(self) -> pd.Series:
+        """Times each client was selected, indexed by client id (all clients, zeros included)."""
+        counts = self.clients.set_index("client")["n_selected"]
+        return counts.astype("int64")
+
+    def fairness(self) -> float:
+        """Jain's index of the per-client selection counts (eq. (3), 000_dfbad22c59539edc.txt)."""
+        return metrics.jain_index(self.selection_counts().to_numpy())
+
+
+def _sweep_run_dirs(path: Path) -> list[Path] | None:
+    """The run directories of a sweep directory, or None if ``path`` is not a sweep."""
+    from netfl.sweep.index import is_sweep_directory, read_index
+
+    if not is_sweep_directory(path):
+        return None
+    index = read_index(path)
+    dirs = [path / rel for rel in index["run_dir"]]
+    return [d for d in dirs if is_run_directory(d)]
+
+
+def _expand(spec: str | Path | Iterable[str | Path]) -> list[Path]:
+    if isinstance(spec, str | Path):
+        path = Path(spec)
+        if path.is_dir():
+            dirs = _sweep_run_dirs(path)
+            return dirs if dirs is not None else [path]
+        matches = sorted(globlib.glob(str(spec)))
+        if not matches:
+            raise RunReadError(f"{spec}: no such run directory, and no path matches it")
+        return [Path(m) for m in matches if Path(m).is_dir()]
+    out: list[Path] = []
+    for item in spec:
+        out += _expand(item)
+    return out
+
+
+class Runs(Sequence[Run]):
+    """Several runs, with their tables concatenated and their parameters as columns.
+
+    Concatenated tables (``rounds``, ``clients``, ``timeline``) get a ``run`` column (the
+    run's id) and one column per *varying* parameter (dotted scenario keys whose value
+    differs between the runs, plus ``seed``). ``params`` has every parameter.
+    """
+
+    def __init__(self, runs: Iterable[Run]) -> None:
+        self.runs = list(runs)
+        names = [r.id for r in self.runs]
+        unique = len(set(names)) == len(names)
+        self.ids = names if unique else [str(r.path) for r in self.runs]
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+    @overload
+    def __getitem__(self, index: slice) -> Runs: ...
+    def __getitem__(self, index: int | slice) -> Run | Runs:
+        if isinstance(index, slice):
+            return Runs(self.runs[index])
+        return self.runs[index]
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def __repr__(self) -> str:
+        return f"Runs({len(self)} runs)"
+
+    @cached_property
+    def params(self) -> pd.DataFrame:
+        """One row per run (index: run id), one column per flattened scenario key."""
+        rows = [r.params for r in self.runs]
+        # convert_dtypes keeps a flag absent in some runs boolean (<NA>), not float.
+        return pd.DataFrame(rows, index=pd.Index(self.ids, name="run")).convert_dtypes()
+
+    @cached_property
+    def varying(self) -> list[str]:
+        """Scenario keys whose value differs between the runs (NaN = key absent)."""
+        params = self.params
+        keys = []
+        for key in params.columns:
+            column = params[key].map(lambda v: "<absent>" if _missing(v) else repr(v))
+            if column.nunique() > 1:
+                keys.append(key)
+        return keys
+
+    @property
+    def config_keys(self) -> list[str]:
+        """Varying keys that define a configuration (the seed, name and output left out)."""
+        return [k for k in self.varying if not k.startswith(NON_CONFIG_PREFIXES)]
+
+    def configuration(self) -> pd.Series:
+        """Per run, a label of its configuration: ``"key=value, ..."`` over :attr:`config_keys`."""
+        keys = self.config_keys
+        params = self.params
+        labels = [
+            ", ".join(
+                f"{k}={_show(params.at[i, k])}" for k in keys if not _missing(params.at[i, k])
+            )
+            or "(all runs alike)"
+            for i in params.index
+        ]
+        return pd.Series(labels, index=params.index, name="configuration")
+
+    def _tag(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        keys = list(dict.fromkeys(["seed", *self.varying]))
+        params = self.params
+        tagged = []
+        for run_id, frame in zip(self.ids, frames, strict=True):
+            frame = frame.copy()
+            frame["run"] = run_id
+            for key in keys:
+                frame[key] = params[key].loc[[run_id] * len(frame)].array
+            tagged.append(frame)
+        if not tagged:
+            return pd.DataFrame()
+        out = pd.concat(tagged, ignore_index=True)
+        first = ["run", *[k for k in keys if k in out.columns]]
+        return out[first + [c for c in out.columns if c not in first]]
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per run: ``run``, the configuration, varying parameters and ``summary.json``."""
+        frames = [r.summary.to_frame().T.reset_index(drop=True) for r in self.runs]
+        out = self._tag(frames)
+        if len(out):
+            out.insert(1, "configuration", self.configuration().to_numpy())
+        return out
+
+    @cached_property
+    def rounds(self) -> pd.DataFrame:
+        return self._tag([r.rounds for r in self.runs])
+
+    @cached_property
+    def clients(self) -> pd.DataFrame:
+        return self._tag([r.clients for r in self.runs])
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        return self._tag([r.timeline for r in self.runs])
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _show(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def load_run(path: str | Path) -> Run:
+    """Open a run directory written by ``netfl simulate`` (tables are read on first use).
+
+    Raises
+    ------
+    RunReadError
+        ``path`` is not a directory or not a netfl run directory.
+    """
+    return Run(path)
+
+
+def load_runs(spec: str | Path | Iterable[str | Path]) -> Runs:
+    """Open several runs: a glob (``"runs/quickstart-*"``), a sweep directory (its runs), a
+    run directory, or a list of any of these.
+
+    Raises
+    ------
+    RunReadError
+        Nothing matches, or a matching directory is not a netfl run (named).
+    """
+    paths = _expand(spec)
+    if not paths:
+        raise RunReadError(f"{spec}: matches no run directory")
+    return Runs(Run(p) for p in paths)

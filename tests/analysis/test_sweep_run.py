@@ -1,0 +1,138 @@
+"""Running sweeps: the index, resume, failures, local processes and Ray."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from netfl.cli import main
+from netfl.errors import NetflError, RunDirectoryError
+from netfl.sweep import backends, load_sweep, run_sweep
+from netfl.sweep.backends import ray_resources
+from netfl.sweep.index import read_index
+from tests.analysis.conftest import STRATEGY_GRID, TIMING, write_sweep
+
+EXPLODING = "tests.analysis.strategies:Exploding"
+
+
+def _files(run_dir):
+    return {name: (run_dir / name).read_bytes() for name in ("timeline.parquet", "rounds.parquet")}
+
+
+def test_index_lists_every_run(timing_sweep):
+    index = read_index(timing_sweep)
+    assert len(index) == 4
+    assert (index["status"] == "completed").all() and (index["error"] == "").all()
+    assert sorted(index["seed"]) == [1, 1, 2, 2]
+    for row in index.itertuples():
+        run_dir = timing_sweep / row.run_dir
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+        assert row.run_id.startswith(f"s{row.seed}-")
+    assert pd.read_csv(timing_sweep / "index.csv")["run_id"].tolist() == index["run_id"].tolist()
+    overrides = [json.loads(o) for o in index["overrides"]]
+    assert {json.dumps(o, sort_keys=True) for o in overrides} == {
+        '{"selection.params": {}}',
+        '{"selection.params": {"weighted": true}}',
+    }
+
+
+def test_failed_run_is_recorded_and_others_go_on_then_resume(tmp_path, capsys):
+    body = {
+        "overrides": {"selection.name": EXPLODING},
+        "grid": {"selection.params.explode": [False, True]},
+        "seeds": [1, 2],
+    }
+    path = write_sweep(tmp_path, TIMING, body)
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "2/4 runs completed (0 already done), 2 failed" in err
+    assert "RuntimeError: boom in round 1" in err
+    index = read_index(out).set_index("run_id")
+    failed = index[index["status"] == "failed"]
+    assert len(failed) == 2 and failed["error"].str.contains("boom in round 1").all()
+    assert '"selection.params.explode": true' in failed["overrides"].iloc[0]
+    # The failed runs' directories say so, with what was recorded before the failure.
+    summary = json.loads((out / failed["run_dir"].iloc[0] / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["rounds"] == 1
+
+    done = index[index["status"] == "completed"]
+    before = {rid: _files(out / d) for rid, d in done["run_dir"].items()}
+    result = run_sweep(load_sweep(path), out, progress="quiet")
+    assert result.skipped == 2
+    assert (result.index.set_index("run_id").loc[failed.index, "status"] == "failed").all()
+    after = {rid: _files(out / d) for rid, d in done["run_dir"].items()}
+    assert after == before
+
+
+def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
+    path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
+    out = tmp_path / "out"
+    real = backends.execute
+    calls = []
+
+    def interrupt_second(task, run_dir=None):
+        calls.append(task.run_id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(task, run_dir)
+
+    monkeypatch.setattr(backends, "execute", interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(load_sweep(path), out, progress="quiet")
+    assert read_index(out)["status"].tolist() == ["completed", "pending", "pending", "pending"]
+    monkeypatch.setattr(backends, "execute", real)
+    result = run_sweep(load_sweep(path), out, progress="quiet")
+    assert result.skipped == 1
+    assert (result.index["status"] == "completed").all()
+
+
+def test_sweep_refuses_a_foreign_folder(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "thesis.tex").write_text("keep")
+    with pytest.raises(RunDirectoryError, match="is not a sweep directory"):
+        run_sweep(load_sweep(write_sweep(tmp_path, TIMING, STRATEGY_GRID)), tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_local_processes_give_the_same_runs(timing_sweep, tmp_path):
+    path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
+    result = run_sweep(load_sweep(path), tmp_path / "out", jobs=2, progress="quiet")
+    assert (result.index["status"] == "completed").all()
+    for run_dir in result.index["run_dir"]:
+        assert _files(tmp_path / "out" / run_dir) == _files(timing_sweep / run_dir)
+
+
+def test_ray_resources():
+    assert ray_resources("no", 4, 0.25) == {"num_cpus": 1.0, "num_gpus": 0.0}
+    assert ray_resources("preferred", 0, 0.25) == {"num_cpus": 1.0, "num_gpus": 0.0}
+    assert ray_resources("preferred", 2, 0.25) == {"num_cpus": 1.0, "num_gpus": 0.25}
+    assert ray_resources("required", 1, 0.5)["num_gpus"] == 0.5
+    with pytest.raises(NetflError, match="cluster has no GPUs"):
+        ray_resources("required", 0, 0.25)
+
+
+@pytest.mark.slow
+def test_ray_backend_on_a_local_instance(timing_sweep, tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'netfl[ray]'")
+    path = write_sweep(tmp_path, TIMING, {**STRATEGY_GRID, "seeds": [1]})
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_sweep(load_sweep(path), tmp_path / "out", backend="ray", progress="quiet")
+    finally:
+        ray.shutdown()
+    assert len(result.index) == 2 and (result.index["status"] == "completed").all()
+    for run_dir in result.index["run_dir"]:
+        # Runs on Ray workers are the same runs, byte for byte.
+        assert _files(tmp_path / "out" / run_dir) == _files(timing_sweep / run_dir)
+
+
+def test_ray_backend_without_ray_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--backend", "ray"]) == 2
+    assert "the Ray backend needs Ray: pip install 'netfl[ray]'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
