@@ -11,4 +11,16 @@ STRATEGIES: dict[str, Entry] = {
         "netfl.selection.random:RandomSelection",
         "uniform without replacement (optionally weighted by data size); FedAvg baseline",
     ),
+    "ucb_cs": Entry(
+        "netfl.selection.ucb_cs:UCBCS",
+        "discounted UCB on local losses weighted by data size (Cho et al., UCB-CS)",
+    ),
+    "pow_d": Entry(
+        "netfl.selection.pow_d:PowD",
+        "poll d clients drawn by data size for their loss, take the m largest (power-of-d)",
+    ),
+    "rpow_d": Entry(
+        "netfl.selection.pow_d:RPowD",
+        "pow-d ranked by stale losses from last participation, no polling (cpow-d)",
+    ),
 }
