@@ -23,4 +23,8 @@ STRATEGIES: dict[str, Entry] = {
         "netfl.selection.pow_d:RPowD",
         "pow-d ranked by stale losses from last participation, no polling (cpow-d)",
     ),
+    "gpfl": Entry(
+        "netfl.selection.gpfl:GPFL",
+        "gradient projection on the global momentum direction with a confidence bound",
+    ),
 }
