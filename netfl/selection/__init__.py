@@ -27,4 +27,12 @@ STRATEGIES: dict[str, Entry] = {
         "netfl.selection.gpfl:GPFL",
         "gradient projection on the global momentum direction with a confidence bound",
     ),
+    "nccb": Entry(
+        "netfl.selection.nccb:NCCB",
+        "LSH data contexts, cluster exploration, then neural UCB on utility (NCCB)",
+    ),
+    "k_linucb": Entry(
+        "netfl.selection.k_linucb:KLinUCB",
+        "linear UCB on LSH data contexts, top k (NCCB's k-LinUCB baseline)",
+    ),
 }
