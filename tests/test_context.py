@@ -92,22 +92,28 @@ def test_simhash_is_order_free_and_keeps_near_duplicates_close():
     assert near < far / 2
 
 
-def test_image_contexts_of_clients_with_the_same_labels_are_closer():
+def test_image_contexts_are_closer_the_more_labels_clients_share():
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     x, y = digits.data / 16.0, digits.target
     rng = np.random.default_rng(6)
     low = rng.permutation(np.flatnonzero(y < 2))
+    mid = np.flatnonzero((y >= 2) & (y < 4))
     high = np.flatnonzero(y > 7)
-    clients = [low[:60], low[60:120], high[:60]]
-    hasher = QuantisedLSH.create(10 * 64, 16, 0.25, np.random.default_rng(7), projection_dim=32)
+    # Client 1 has other samples of client 0's labels; client 2 shares half the labels;
+    # client 3 none.
+    clients = [low[:60], low[60:120], np.concatenate([low[120:150], mid[:30]]), high[:60]]
+    hasher = QuantisedLSH.create(10 * 64, 16, 0.05, np.random.default_rng(7), projection_dim=32)
     contexts = client_contexts(x, y, clients, 10, hasher)
-    assert contexts.shape == (3, 16)
+    assert contexts.shape == (4, 16)
     assert contexts[0].tolist() == image_context(x[low[:60]], y[low[:60]], 10, hasher).tolist()
-    same = np.linalg.norm(contexts[0] - contexts[1])
-    different = np.linalg.norm(contexts[0] - contexts[2])
-    assert same < different / 3
+    same, half, different = (np.linalg.norm(contexts[0] - contexts[i]) for i in (1, 2, 3))
+    assert same < half / 2 and half < different and same < different / 3
+    # The summary is scale-free: the same pixels in [0, 16] give the same context.
+    assert image_context(16 * x[low[:60]], y[low[:60]], 10, hasher).tolist() == (
+        contexts[0].tolist()
+    )
 
 
 def test_bad_hasher_parameters():

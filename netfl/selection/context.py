@@ -8,8 +8,10 @@ clients hold similar data without seeing any sample. Pure numpy functions:
   offsets, h_i(v') = floor((v'_i - b_i) / eta); here applied after a Gaussian random
   projection of the data summary (Johnson-Lindenstrauss), so that every coordinate
   mixes the whole summary.
-- :func:`class_means` and :func:`image_context`: the summary of an image (or any
-  feature-vector) dataset: its per-class mean feature vectors, concatenated.
+- :func:`class_means`, :func:`data_summary` and :func:`image_context`: the summary of
+  an image (or any feature-vector) dataset: its per-class mean feature vectors,
+  concatenated and scaled to unit norm (so one quantisation step ``eta`` suits any
+  dataset's pixel scale), then hashed.
 - :func:`simhash`: SimHash for text, eqs. (6)-(7); :func:`hyperplane_bits` is its
   counterpart for real vectors (random-hyperplane LSH, Charikar 2002), whose bits agree
   with probability 1 - theta / pi for two vectors at angle theta.
@@ -96,12 +98,24 @@ class QuantisedLSH:
         return np.floor((self.project(vectors) - self.offsets) / self.eta).astype(np.int64)
 
 
+def data_summary(features: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """The per-class means of a client's data, flattened and scaled to unit norm."""
+    summary = class_means(features, labels, n_classes).ravel()
+    norm = float(np.linalg.norm(summary))
+    return summary / norm if norm > 0 else summary
+
+
 def image_context(
     features: np.ndarray, labels: np.ndarray, n_classes: int, hasher: QuantisedLSH
 ) -> np.ndarray:
-    """A client's context: the hashed per-class means of its data, as floats."""
-    summary = class_means(features, labels, n_classes).ravel()
-    return hasher(summary).astype(float)
+    """A client's context: the hashed summary of its data (eq. (5)), as floats.
+
+    With the projection's N(0, 1/k) entries, a projected coordinate of the unit-norm
+    summary has a standard deviation of about 1/sqrt(k); an ``eta`` of a fraction of that
+    puts clients with the same label distribution in the same buckets and separates
+    clients whose labels differ.
+    """
+    return hasher(data_summary(features, labels, n_classes)).astype(float)
 
 
 def client_contexts(
