@@ -94,3 +94,16 @@ def test_learning_none_is_refused(tiny):
     data["fl"]["model_size_bits"] = 1e6
     with pytest.raises(ScenarioError, match="needs learning signals"):
         scenario_from_data(data)
+
+
+def test_exploration_grows_for_clients_left_out():
+    # Eq. (7): N shrinks by gamma each round a client sits out, so U grows, and a
+    # client with a low loss comes back (the text of Sec. III, not Algorithm 1 line 8).
+    strategy = setup(UCBCS(gamma=0.7), n_samples=[10, 10])
+    strategy.observe(feedback(0, [0, 1], [1.0, 0.2], local_loss_std=[0.5, 0.5]))
+    rounds_until_back = 0
+    while strategy.select(context(strategy, [0, 1], budget=1)) == [0]:
+        strategy.observe(feedback(rounds_until_back + 1, [0], [1.0], local_loss_std=[0.5]))
+        rounds_until_back += 1
+        assert rounds_until_back < 20
+    assert rounds_until_back >= 1

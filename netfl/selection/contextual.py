@@ -4,6 +4,11 @@ Contexts arrive with the resource request (``ctx.features["context"]``, one row 
 candidate, computed on the device: :mod:`netfl.selection.context`); the strategies keep
 each client's latest one, scaled to unit norm as NeuralUCB and LinUCB assume
 (|x| <= 1). The reward of a client is its utility, eq. (2) of 004_1839f3fcd266bde6.txt.
+
+For the server: a context is computed once per client, on the device, before it first
+answers a resource request, and travels with that answer (n values of
+``context.BITS_PER_CONTEXT_VALUE`` bits each); after that it is known to the server and
+repeats at no cost in every ``ctx.features["context"]``.
 """
 
 from __future__ import annotations

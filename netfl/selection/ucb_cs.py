@@ -44,6 +44,11 @@ class UCBCS(Strategy):
     - p_k = D_k / sum_j D_j over the whole population (eq. (1)).
     - A client never observed (N = 0) has A = +inf: unselected clients come first, in
       random order; all other ties are broken at random too (Algorithm 1, line 7).
+    - A is recomputed from eqs. (4)-(7) for every client each round. Algorithm 1
+      instead stores A only for the clients that just reported (line 6) and multiplies
+      the stored list by gamma (line 8), which would make a long-unselected client's
+      index decay, while the text says its exploration term U "gets larger" (N
+      shrinks); the equations and the text agree, so netfl follows them.
     """
 
     requires = frozenset({"local_loss"})
