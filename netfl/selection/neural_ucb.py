@@ -103,7 +103,7 @@ class NeuralUCB:
     def bound(self, x: np.ndarray) -> np.ndarray:
         """U = f + gamma sqrt(g^T Z^{-1} g / w) per row (eq. (13))."""
         g = self.gradients(x)
-        width_term = np.einsum("np,pq,nq->n", g, self.z_inverse, g) / self.width
+        width_term = np.einsum("np,np->n", g @ self.z_inverse, g) / self.width
         return self.predict(x) + self.gamma * np.sqrt(np.maximum(width_term, 0.0))
 
     def add_to_design(self, x: np.ndarray) -> None:
