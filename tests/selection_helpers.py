@@ -1,78 +1,89 @@
-"""Builders of selection contexts and round feedback for strategy unit tests."""
+"""Small builders of selection contexts and feedback for the strategy tests."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pytest
 
+from netfl.errors import ScenarioError
+from netfl.scenario import scenario_from_data
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 
 
-def setup(
-    strategy: Strategy,
-    n_samples: Any,
-    budget: int = 2,
-    rounds: int | None = 10,
-    seed: int = 0,
-) -> Strategy:
-    """Call ``strategy.setup`` for a population with these data sizes; return it."""
-    sizes = np.asarray(n_samples)
-    info = PopulationInfo(n_clients=len(sizes), budget=budget, n_samples=sizes, rounds=rounds)
-    strategy.setup(info, np.random.default_rng(seed))
+def info(n: int, budget: int = 3, n_samples: Sequence[int] | None = None, **kw) -> PopulationInfo:
+    sizes = np.full(n, 100) if n_samples is None else np.asarray(n_samples)
+    return PopulationInfo(n_clients=n, budget=budget, n_samples=sizes, **kw)
+
+
+def ready(strategy: Strategy, population: PopulationInfo, seed: int = 0) -> Strategy:
+    strategy.setup(population, np.random.default_rng(seed))
     return strategy
 
 
-def context(
-    strategy: Strategy, candidates: Any, round: int = 0, budget: int | None = None, **features: Any
+def ctx(
+    candidates: Sequence[int],
+    budget: int,
+    *,
+    round_: int = 0,
+    update: Sequence[float] | None = None,
+    upload: Sequence[float] | None = None,
+    n_samples: Sequence[int] | None = None,
+    deadline_s: float | None = None,
+    features: Mapping[str, Sequence[float]] | None = None,
 ) -> SelectionContext:
-    """A selection context for ``candidates`` of a strategy already set up."""
-    candidates = np.asarray(candidates, dtype=np.int64)
     n = len(candidates)
     return SelectionContext(
-        round=round,
+        round=round_,
         now_s=0.0,
-        candidates=candidates,
-        budget=strategy.info.budget if budget is None else budget,
-        update_time_s=np.zeros(n),
-        upload_time_s=np.zeros(n),
-        n_samples=strategy.info.n_samples[candidates],
-        features={k: np.asarray(v, dtype=float) for k, v in features.items()},
+        candidates=np.asarray(candidates, dtype=np.int64),
+        budget=budget,
+        update_time_s=np.zeros(n) if update is None else np.asarray(update, float),
+        upload_time_s=np.zeros(n) if upload is None else np.asarray(upload, float),
+        n_samples=np.full(n, 100) if n_samples is None else np.asarray(n_samples),
+        deadline_s=deadline_s,
+        features={k: np.asarray(v, float) for k, v in (features or {}).items()},
     )
 
 
 def feedback(
-    round: int,
-    selected: Any,
-    local_loss: Any,
-    completed: Any = None,
-    global_accuracy: float = float("nan"),
-    global_loss: float = float("nan"),
-    **signals: Any,
+    selected: Sequence[int],
+    *,
+    round_: int = 0,
+    update: Sequence[float] | None = None,
+    upload: Sequence[float] | None = None,
+    exchange: Sequence[float] | None = None,
+    loss: Sequence[float] | None = None,
+    completed: Sequence[bool] | None = None,
+    round_time_s: float = 10.0,
+    signals: Mapping[str, object] | None = None,
 ) -> RoundFeedback:
-    """Feedback of a round; every selected client completed unless told otherwise."""
-    selected = np.asarray(selected, dtype=np.int64)
     k = len(selected)
-    loss = np.asarray(local_loss, dtype=float)
-    done = np.isfinite(loss) if completed is None else np.asarray(completed, dtype=bool)
-    nan = np.full(k, np.nan)
+
+    def arr(values: Sequence[float] | None) -> np.ndarray:
+        return np.full(k, np.nan) if values is None else np.asarray(values, float)
+
+    done = np.ones(k, bool) if completed is None else np.asarray(completed, bool)
     return RoundFeedback(
-        round=round,
-        selected=selected,
+        round=round_,
+        selected=np.asarray(selected, dtype=np.int64),
         completed=done,
-        download_time_s=nan,
-        update_time_s=nan,
-        upload_time_s=nan,
-        exchange_time_s=nan,
-        round_time_s=1.0,
-        local_loss=loss,
-        global_accuracy=global_accuracy,
-        global_loss=global_loss,
-        signals={k: np.asarray(v, dtype=float) for k, v in signals.items()},
+        download_time_s=np.zeros(k),
+        update_time_s=arr(update),
+        upload_time_s=arr(upload),
+        exchange_time_s=arr(exchange),
+        round_time_s=round_time_s,
+        local_loss=arr(loss),
+        signals=dict(signals or {}),
     )
 
 
-def scenario_data(tiny: dict[str, Any], name: str, **params: Any) -> dict[str, Any]:
-    """The tiny scenario with a strategy and its params."""
-    tiny["selection"] = {"name": name, "params": params}
-    return tiny
+def selection_error(
+    scenario: dict, name: str, params: Mapping[str, object] | None = None
+) -> ScenarioError:
+    """The error that loading ``scenario`` with this strategy and params raises."""
+    scenario["selection"] = {"name": name, "params": dict(params or {})}
+    with pytest.raises(ScenarioError) as error:
+        scenario_from_data(scenario)
+    return error.value

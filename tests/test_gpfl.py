@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.selection.gpfl import GPFL, adjustment, projection, softmax
 from netfl.selection.signals import MissingSignalError
-from tests.selection_helpers import context, feedback, scenario_data, setup
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 NAN = float("nan")
 
@@ -37,21 +37,27 @@ def test_reward_adjustment_of_eq_8():
     assert adjustment(NAN, NAN, NAN, 2.0) == 1.0
 
 
-def _fb(round_, selected, accuracy, loss, **signals):
-    losses = [1.0] * len(selected)
-    return feedback(round_, selected, losses, global_accuracy=accuracy, global_loss=loss, **signals)
+def _fb(round_, selected, accuracy=NAN, loss=NAN, completed=None, **signals):
+    """Feedback carrying the round's global accuracy and loss and the update signals."""
+    k = len(selected)
+    signals = {key: np.asarray(v, float) for key, v in signals.items()}
+    base = feedback(selected, round_=round_, loss=[1.0] * k, completed=completed, signals=signals)
+    return dataclasses.replace(base, global_accuracy=accuracy, global_loss=loss)
+
+
+def _gpfl_ready(strategy, n, budget, rounds):
+    return ready(strategy, info(n, budget, rounds=rounds))
 
 
 def _gpfl() -> GPFL:
-    return setup(GPFL(rho=1.0, momentum=0.5), n_samples=[10, 10, 10], budget=1, rounds=4)
+    return _gpfl_ready(GPFL(rho=1.0, momentum=0.5), 3, budget=1, rounds=4)
 
 
 def _initialised() -> GPFL:
     strategy = _gpfl()
-    ctx = context(strategy, [0, 1, 2])
-    assert strategy.choose_polled(ctx) == [0, 1, 2]
+    assert strategy.choose_polled(ctx([0, 1, 2], 1)) == [0, 1, 2]
     init = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
-    assert strategy.select(context(strategy, [0, 1, 2], update_vector=init)) == [2]
+    assert strategy.select(ctx([0, 1, 2], 1, features={"update_vector": init})) == [2]
     return strategy
 
 
@@ -64,7 +70,7 @@ def test_initial_poll_projects_every_client_on_the_mean_update():
     assert strategy.n_observed.tolist() == [1, 1, 1]
     assert strategy.direction == pytest.approx([2 / 3, 2 / 3])
     # Round 0 (t = 1): ln 1 = 0, so the bound is the mean reward and client 2 wins.
-    assert strategy.choose_polled(context(strategy, [0, 1, 2], round=1)) == ()
+    assert strategy.choose_polled(ctx([0, 1, 2], 1, round_=1)) == ()
 
 
 def test_rounds_follow_eqs_1_to_8_by_hand():
@@ -80,7 +86,7 @@ def test_rounds_follow_eqs_1_to_8_by_hand():
     bonus = [0.5 * math.sqrt(2 * math.log(2) / n) for n in (1, 1, 2)]
     expected = [s0[0] + bonus[0], s0[1] + bonus[1], s0[2] + bonus[2]]
     assert strategy.bounds(2) == pytest.approx(expected)
-    assert strategy.select(context(strategy, [0, 1, 2], round=1)) == [int(np.argmax(expected))]
+    assert strategy.select(ctx([0, 1, 2], 1, round_=1)) == [int(np.argmax(expected))]
     # Round 1: client 0 sends (1, -1); projection on (1/3, 4/3) is -3/sqrt(17); the
     # accuracy went 0.5 -> 0.6, so the factor is 2 exp(0.1).
     strategy.observe(_fb(1, [0], 0.6, 0.9, update_vector=[[1.0, -1.0]], global_update=[1.0, 0.0]))
@@ -98,21 +104,19 @@ def test_rounds_follow_eqs_1_to_8_by_hand():
 
 
 def test_unobserved_clients_have_an_infinite_bound_without_initial_poll():
-    strategy = setup(GPFL(initial_poll=False), n_samples=[10] * 4, budget=2, rounds=10)
-    assert strategy.choose_polled(context(strategy, range(4))) == ()
-    strategy.observe(
-        feedback(0, [0, 1], [1.0, 1.0], update_vector=np.eye(2), global_update=[1.0, 1.0])
-    )
-    assert sorted(strategy.select(context(strategy, range(4), round=1))) == [2, 3]
+    strategy = _gpfl_ready(GPFL(initial_poll=False), 4, budget=2, rounds=10)
+    assert strategy.choose_polled(ctx(range(4), 2)) == ()
+    strategy.observe(_fb(0, [0, 1], update_vector=np.eye(2), global_update=[1.0, 1.0]))
+    assert sorted(strategy.select(ctx(range(4), 2, round_=1))) == [2, 3]
 
 
 def test_clients_that_did_not_report_are_not_rewarded():
-    strategy = setup(GPFL(initial_poll=False), n_samples=[10] * 2, budget=2, rounds=10)
+    strategy = _gpfl_ready(GPFL(initial_poll=False), 2, budget=2, rounds=10)
     strategy.observe(
-        feedback(
+        _fb(
             0,
             [0, 1],
-            [1.0, NAN],
+            completed=[True, False],
             update_vector=[[1.0, 0.0], [0.0, 0.0]],
             global_update=[1.0, 0.0],
         )
@@ -122,18 +126,16 @@ def test_clients_that_did_not_report_are_not_rewarded():
 
 def test_a_server_that_ignores_the_poll_gets_a_clear_error():
     strategy = _gpfl()
-    strategy.choose_polled(context(strategy, [0, 1, 2]))
+    strategy.choose_polled(ctx([0, 1, 2], 1))
     with pytest.raises(MissingSignalError, match="update_vector"):
-        strategy.select(context(strategy, [0, 1, 2]))
+        strategy.select(ctx([0, 1, 2], 1))
 
 
 def test_parameter_errors_name_the_key(tiny):
     for key, value in (("rho", -1.0), ("momentum", 1.0), ("rounds", 0)):
-        with pytest.raises(ScenarioError) as info:
-            scenario_from_data(scenario_data(tiny, "gpfl", **{key: value}))
-        assert info.value.problems[0].key == f"selection.params.{key}"
+        error = selection_error(tiny, "gpfl", {key: value})
+        assert error.problems[0].key == f"selection.params.{key}"
     tiny["fl"] = {"rounds": None, "time_budget_s": 100.0, "clients_per_round": 3}
-    with pytest.raises(ScenarioError) as info:
-        scenario_from_data(scenario_data(tiny, "gpfl"))
-    assert info.value.problems[0].key == "selection.params.rounds"
-    scenario_from_data(scenario_data(tiny, "gpfl", rounds=50))
+    assert selection_error(tiny, "gpfl").problems[0].key == "selection.params.rounds"
+    tiny["selection"] = {"name": "gpfl", "params": {"rounds": 50}}
+    scenario_from_data(tiny)

@@ -7,13 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from netfl.errors import ScenarioError
-from netfl.scenario import scenario_from_data
 from netfl.selection.contextual import utility_rewards
 from netfl.selection.k_linucb import KLinUCB
 from netfl.selection.nccb import NCCB
 from netfl.selection.signals import MissingSignalError
-from tests.selection_helpers import context, feedback, scenario_data, setup
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 N_CLUSTERS, PER_CLUSTER = 4, 5
 
@@ -25,21 +23,36 @@ def _clustered_contexts(seed: int = 0) -> np.ndarray:
     return np.eye(6)[axes] * 5.0 + rng.normal(scale=0.2, size=(len(axes), 6))
 
 
+def _ready(strategy, n, budget):
+    return ready(strategy, info(n, budget, [10] * n))
+
+
+def _contexts(n, budget, contexts, round_=0):
+    return ctx(range(n), budget, round_=round_, features={"context": contexts})
+
+
+def _report(round_, selected, losses, std=None):
+    std = np.zeros(len(selected)) if std is None else np.asarray(std, float)
+    done = np.isfinite(losses)
+    signals = {"local_loss_std": std}
+    return feedback(selected, round_=round_, loss=losses, completed=done, signals=signals)
+
+
 def _play(strategy, contexts, rounds, loss_of, start=0):
     """Run rounds with every client a candidate; yield (selection, counters before)."""
     n = len(contexts)
     for r in range(start, start + rounds):
         counters = getattr(strategy, "counters", np.zeros(0)).copy()
-        chosen = strategy.select(context(strategy, range(n), round=r, context=contexts))
+        chosen = strategy.select(_contexts(n, strategy.info.budget, contexts, r))
         yield chosen, counters
         losses = [loss_of(c) for c in chosen]
-        strategy.observe(feedback(r, chosen, losses, local_loss_std=[0.0] * len(chosen)))
+        strategy.observe(_report(r, chosen, losses))
 
 
 def test_clusters_are_found_from_the_contexts():
     contexts = _clustered_contexts()
-    strategy = setup(NCCB(clusters=4), n_samples=[10] * 20, budget=2)
-    strategy.select(context(strategy, range(20), context=contexts))
+    strategy = _ready(NCCB(clusters=4), 20, 2)
+    strategy.select(_contexts(20, 2, contexts))
     labels = strategy.cluster_of.reshape(N_CLUSTERS, PER_CLUSTER)
     assert all(len(set(row)) == 1 for row in labels.tolist())
     assert len(set(labels[:, 0].tolist())) == N_CLUSTERS
@@ -47,7 +60,7 @@ def test_clusters_are_found_from_the_contexts():
 
 def test_one_client_per_unexplored_cluster_then_ucb_for_the_rest():
     contexts = _clustered_contexts()
-    strategy = setup(NCCB(clusters=4, threshold=1), n_samples=[10] * 20, budget=3)
+    strategy = _ready(NCCB(clusters=4, threshold=1), 20, 3)
     phases = set()
     for chosen, counters in _play(strategy, contexts, 12, loss_of=lambda c: 1.0):
         clusters = strategy.cluster_of[chosen]
@@ -64,11 +77,10 @@ def test_one_client_per_unexplored_cluster_then_ucb_for_the_rest():
 
 def test_ucb_fills_the_rest_of_the_budget_with_the_largest_bounds():
     contexts = _clustered_contexts()
-    strategy = setup(NCCB(clusters=4, threshold=0), n_samples=[10] * 20, budget=3)
+    strategy = _ready(NCCB(clusters=4, threshold=0), 20, 3)
     list(_play(strategy, contexts, 1, loss_of=lambda c: 1.0))  # three clusters explored
     unexplored = int(np.flatnonzero(strategy.counters == 0)[0])
-    ctx = context(strategy, range(20), round=1, context=contexts)
-    chosen = strategy.select(ctx)
+    chosen = strategy.select(_contexts(20, 3, contexts, round_=1))
     assert strategy.cluster_of[chosen[0]] == unexplored
     unit = contexts / np.linalg.norm(contexts, axis=1, keepdims=True)
     assert strategy.estimator is not None
@@ -80,7 +92,7 @@ def test_ucb_fills_the_rest_of_the_budget_with_the_largest_bounds():
 @pytest.mark.parametrize("make", [lambda: NCCB(clusters=4, threshold=2), KLinUCB])
 def test_learns_to_prefer_the_cluster_with_the_largest_utility(make):
     contexts = _clustered_contexts()
-    strategy = setup(make(), n_samples=[10] * 20, budget=2)
+    strategy = _ready(make(), 20, 2)
 
     def loss(client):  # cluster of clients 10-14 has three times the loss
         return 3.0 if 10 <= client < 15 else 1.0
@@ -91,7 +103,7 @@ def test_learns_to_prefer_the_cluster_with_the_largest_utility(make):
 
 
 def test_utility_of_eq_2():
-    fb = feedback(0, [0, 2, 1], [2.0, np.nan, 1.0], local_loss_std=[1.5, np.nan, 0.0])
+    fb = _report(0, [0, 2, 1], [2.0, np.nan, 1.0], [1.5, np.nan, 0.0])
     clients, rewards = utility_rewards(fb, np.array([30, 10, 20]), "test")
     assert clients.tolist() == [0, 1]
     # |D_i| sqrt(mean^2 + std^2) / mean |D|: 30 * 2.5 / 20 and 10 * 1 / 20.
@@ -102,12 +114,12 @@ def test_k_linucb_is_closed_form_ridge_with_a_confidence_bound():
     rng = np.random.default_rng(1)
     contexts = rng.normal(size=(8, 3))
     unit = contexts / np.linalg.norm(contexts, axis=1, keepdims=True)
-    strategy = setup(KLinUCB(alpha=0.7, reg=2.0), n_samples=[10] * 8, budget=3)
+    strategy = _ready(KLinUCB(alpha=0.7, reg=2.0), 8, 3)
     observed = []
     for r in range(4):
-        chosen = strategy.select(context(strategy, range(8), round=r, context=contexts))
+        chosen = strategy.select(_contexts(8, 3, contexts, r))
         losses = rng.uniform(0.5, 2.0, len(chosen))
-        strategy.observe(feedback(r, chosen, losses, local_loss_std=[0.0] * len(chosen)))
+        strategy.observe(_report(r, chosen, losses))
         observed += list(zip(chosen, losses, strict=True))
     x = unit[[c for c, _ in observed]]
     r = np.array([loss for _, loss in observed])  # equal sizes, no spread: reward = loss
@@ -119,15 +131,15 @@ def test_k_linucb_is_closed_form_ridge_with_a_confidence_bound():
     a_inv = np.linalg.inv(2.0 * np.eye(3) + x.T @ x)
     bounds = unit @ theta + 0.7 * np.sqrt(np.einsum("nd,de,ne->n", unit, a_inv, unit))
     assert strategy.bounds(unit) == pytest.approx(bounds)
-    chosen = strategy.select(context(strategy, range(8), round=4, context=contexts))
+    chosen = strategy.select(_contexts(8, 3, contexts, 4))
     assert chosen == np.argsort(-bounds)[:3].tolist()
 
 
 @pytest.mark.parametrize("cls", [NCCB, KLinUCB])
 def test_contexts_are_required(cls):
-    strategy = setup(cls(), n_samples=[10] * 3)
+    strategy = _ready(cls(), 3, 2)
     with pytest.raises(MissingSignalError, match="'context'"):
-        strategy.select(context(strategy, range(3)))
+        strategy.select(ctx(range(3), 2))
 
 
 @pytest.mark.parametrize(
@@ -142,6 +154,5 @@ def test_contexts_are_required(cls):
     ],
 )
 def test_parameter_errors_name_the_key(tiny, name, key, value):
-    with pytest.raises(ScenarioError) as info:
-        scenario_from_data(scenario_data(tiny, name, **{key: value}))
-    assert info.value.problems[0].key == f"selection.params.{key}"
+    error = selection_error(tiny, name, {key: value})
+    assert error.problems[0].key == f"selection.params.{key}"

@@ -5,11 +5,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.selection.pow_d import PowD, RPowD
 from netfl.selection.signals import MissingSignalError
-from tests.selection_helpers import context, feedback, scenario_data, setup
+from tests.selection_helpers import ctx, feedback, info, ready, selection_error
+
+
+def _ready(strategy, sizes, budget):
+    return ready(strategy, info(len(sizes), budget, sizes))
+
+
+def context(strategy, candidates, round=0, **features):
+    """A context whose candidates carry their population data sizes (p_k matters)."""
+    candidates = np.asarray(candidates)
+    sizes = strategy.info.n_samples[candidates]
+    budget = strategy.info.budget
+    return ctx(candidates, budget, round_=round, n_samples=sizes, features=features)
+
+
+def _report(round_, selected, losses):
+    return feedback(selected, round_=round_, loss=losses, completed=np.isfinite(losses))
 
 
 def _polled_losses(candidates, polled, losses):
@@ -18,11 +33,10 @@ def _polled_losses(candidates, polled, losses):
 
 
 def test_pow_d_selects_the_m_largest_polled_losses():
-    strategy = setup(PowD(d=4), n_samples=[10] * 8, budget=2)
+    strategy = _ready(PowD(d=4), [10] * 8, 2)
     candidates = np.arange(8)
     losses = np.array([0.5, 3.0, 0.1, 2.0, 9.0, 1.0, 0.7, 8.0])
-    ctx = context(strategy, candidates)
-    polled = strategy.choose_polled(ctx)
+    polled = strategy.choose_polled(context(strategy, candidates))
     assert len(polled) == 4 and len(set(polled)) == 4
     served = context(strategy, candidates, loss=_polled_losses(candidates, polled, losses))
     chosen = strategy.select(served)
@@ -31,7 +45,7 @@ def test_pow_d_selects_the_m_largest_polled_losses():
 
 
 def test_pow_d_ignores_losses_of_clients_it_did_not_poll():
-    strategy = setup(PowD(d=2), n_samples=[10] * 6, budget=1)
+    strategy = _ready(PowD(d=2), [10] * 6, 1)
     candidates = np.arange(6)
     polled = strategy.choose_polled(context(strategy, candidates))
     losses = np.full(6, 100.0)
@@ -41,7 +55,7 @@ def test_pow_d_ignores_losses_of_clients_it_did_not_poll():
 
 
 def test_pow_d_fills_the_budget_when_a_polled_client_does_not_answer():
-    strategy = setup(PowD(d=2), n_samples=[10] * 5, budget=2)
+    strategy = _ready(PowD(d=2), [10] * 5, 2)
     candidates = np.arange(5)
     polled = strategy.choose_polled(context(strategy, candidates))
     losses = _polled_losses(candidates, polled, np.full(5, 1.0))
@@ -55,7 +69,7 @@ def test_polled_set_follows_data_size_without_replacement():
     # P(i in A) = p_i + sum_{j != i} p_j p_i / (1 - p_j).
     p = np.array([0.1, 0.2, 0.3, 0.4])
     inclusion = [p[i] + sum(p[j] * p[i] / (1 - p[j]) for j in range(4) if j != i) for i in range(4)]
-    strategy = setup(PowD(d=2), n_samples=[10, 20, 30, 40], budget=1)
+    strategy = _ready(PowD(d=2), [10, 20, 30, 40], 1)
     counts = np.zeros(4)
     trials = 20000
     for r in range(trials):
@@ -64,13 +78,13 @@ def test_polled_set_follows_data_size_without_replacement():
 
 
 def test_d_defaults_to_twice_the_budget():
-    strategy = setup(PowD(), n_samples=[10] * 10, budget=3)
+    strategy = _ready(PowD(), [10] * 10, 3)
     assert len(strategy.choose_polled(context(strategy, range(10)))) == 6
     assert len(strategy.choose_polled(context(strategy, range(4), round=1))) == 4
 
 
 def test_pow_d_without_polled_losses_is_a_clear_error():
-    strategy = setup(PowD(d=2), n_samples=[10] * 3, budget=1)
+    strategy = _ready(PowD(d=2), [10] * 3, 1)
     strategy.choose_polled(context(strategy, range(3)))
     with pytest.raises(MissingSignalError, match="'loss'"):
         strategy.select(context(strategy, range(3)))
@@ -78,29 +92,27 @@ def test_pow_d_without_polled_losses_is_a_clear_error():
 
 @pytest.mark.parametrize("name", ["pow_d", "rpow_d"])
 def test_d_smaller_than_m_names_the_key(tiny, name):
-    with pytest.raises(ScenarioError) as info:
-        scenario_from_data(scenario_data(tiny, name, d=2))  # tiny selects 3 per round
-    assert info.value.problems[0].key == "selection.params.d"
-    assert "at least m" in str(info.value)
-    with pytest.raises(ScenarioError) as info:
-        scenario_from_data(scenario_data(tiny, name, d=0))
-    assert info.value.problems[0].key == "selection.params.d"
-    scenario_from_data(scenario_data(tiny, name, d=3))
+    error = selection_error(tiny, name, {"d": 2})  # tiny selects 3 per round
+    assert error.problems[0].key == "selection.params.d"
+    assert "at least m" in str(error)
+    assert selection_error(tiny, name, {"d": 0}).problems[0].key == "selection.params.d"
+    tiny["selection"] = {"name": name, "params": {"d": 3}}
+    scenario_from_data(tiny)
 
 
 def test_rpow_d_ranks_by_stale_loss_and_tries_unseen_clients_first():
-    strategy = setup(RPowD(d=4), n_samples=[10] * 4, budget=2)
-    strategy.observe(feedback(0, [0, 1, 2], [0.5, 3.0, np.nan]))  # 2 did not report
+    strategy = _ready(RPowD(d=4), [10] * 4, 2)
+    strategy.observe(_report(0, [0, 1, 2], [0.5, 3.0, np.nan]))  # 2 did not report
     # d = 4 = all candidates: unseen 2 and 3 (+inf) come before 1 (3.0) and 0 (0.5).
     assert sorted(strategy.select(context(strategy, range(4)))) == [2, 3]
-    strategy.observe(feedback(1, [2, 3], [0.1, 0.2]))
+    strategy.observe(_report(1, [2, 3], [0.1, 0.2]))
     assert strategy.select(context(strategy, range(4), round=2)) == [1, 0]
-    strategy.observe(feedback(2, [1], [0.05]))  # the stale value is the latest report
+    strategy.observe(_report(2, [1], [0.05]))  # the stale value is the latest report
     assert strategy.select(context(strategy, range(4), round=3)) == [0, 3]
 
 
 def test_rpow_d_only_ranks_its_drawn_set():
-    strategy = setup(RPowD(d=1), n_samples=[0, 10, 0], budget=1)
-    strategy.observe(feedback(0, [0, 1, 2], [9.0, 0.1, 9.0]))
+    strategy = _ready(RPowD(d=1), [0, 10, 0], 1)
+    strategy.observe(_report(0, [0, 1, 2], [9.0, 0.1, 9.0]))
     # Only client 1 has data, so the draw of d = 1 is always client 1.
     assert all(strategy.select(context(strategy, range(3), round=r)) == [1] for r in range(20))
