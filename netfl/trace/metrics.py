@@ -1,0 +1,75 @@
+"""Fairness and bandit metrics computed from a run's tables.
+
+* Jain's fairness index (eq. (3) of 000_dfbad22c59539edc.txt) of any per-client quantity:
+  selection counts, local losses F_k(w), ...;
+* per-client selection (or completion) counts, and Jain's index of the cumulative counts
+  after every round;
+* the strategies' internal scores per round as a round x client matrix, e.g. the RBCS-F
+  virtual-queue backlogs Z_{t,n} (score ``backlog``) or MAB-CS UCB scores (``ucb``).
+
+Inputs are the run directory's tables as pandas DataFrames (``rounds.parquet``,
+``strategy.parquet``) or plain arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def jain_index(values: Sequence[float] | np.ndarray) -> float:
+    """J = (1/K) [sum_k (x_k / sum_i x_i)^2]^-1 = (sum x)^2 / (K sum x^2), eq. (3) of 000.
+
+    1/K <= J <= 1 for non-negative x, 1 when all are equal, 1/K when one client has
+    everything. NaN entries are left out (K counts the others); NaN if nothing is left
+    or every value is 0.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return float("nan")
+    if np.any(x < 0):
+        raise ValueError("Jain's index is defined for non-negative values")
+    square_sum = float(np.sum(x * x))
+    if square_sum == 0.0:
+        return float("nan")
+    return float(np.sum(x) ** 2 / (len(x) * square_sum))
+
+
+def selection_counts(selections: Iterable[Iterable[int]], n_clients: int) -> np.ndarray:
+    """How often each client 0..n_clients-1 appears in the per-round lists ``selections``."""
+    counts = np.zeros(n_clients, dtype=np.int64)
+    for chosen in selections:
+        np.add.at(counts, np.asarray(list(chosen), dtype=np.int64), 1)
+    return counts
+
+
+def cumulative_selection_counts(
+    rounds: pd.DataFrame, n_clients: int, column: str = "selected"
+) -> np.ndarray:
+    """(rounds, n_clients) counts after each round of ``rounds.parquet``'s ``column``
+    (``selected`` or ``completed``)."""
+    per_round = np.zeros((len(rounds), n_clients), dtype=np.int64)
+    for i, chosen in enumerate(rounds[column]):
+        np.add.at(per_round[i], np.asarray(list(chosen), dtype=np.int64), 1)
+    return np.cumsum(per_round, axis=0)
+
+
+def jain_over_rounds(rounds: pd.DataFrame, n_clients: int, column: str = "selected") -> pd.Series:
+    """Jain's index of the cumulative per-client counts after each round, indexed by round."""
+    counts = cumulative_selection_counts(rounds, n_clients, column)
+    values = [jain_index(row) for row in counts]
+    return pd.Series(values, index=pd.Index(rounds["round"], name="round"), name="jain")
+
+
+def score_matrix(strategy: pd.DataFrame, score: str) -> pd.DataFrame:
+    """Round x client matrix of one score from ``strategy.parquet`` (NaN where absent)."""
+    rows = strategy[strategy["score"].astype(str) == score]
+    return rows.pivot_table(index="round", columns="client", values="value", aggfunc="last")
+
+
+def backlogs(strategy: pd.DataFrame) -> pd.DataFrame:
+    """RBCS-F virtual-queue backlogs Z_{t,n} per round (eq. (6) of 003), round x client."""
+    return score_matrix(strategy, "backlog")
