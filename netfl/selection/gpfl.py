@@ -22,7 +22,7 @@ from pydantic import Field
 
 from netfl.errors import Problem
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
-from netfl.selection.ranking import top_k
+from netfl.selection.ranking import by_client, top_k
 from netfl.selection.signals import feature, signal
 
 if TYPE_CHECKING:
@@ -140,6 +140,7 @@ class GPFL(Strategy):
         self.last_loss = math.nan
         self._init_pending = self.initial_poll
         self._polled_round: int | None = None
+        self._scores: dict[str, dict[int, float]] = {}
 
     def choose_polled(self, ctx: SelectionContext) -> Sequence[int]:
         if not (self._init_pending and len(ctx.candidates)):
@@ -154,7 +155,15 @@ class GPFL(Strategy):
         if len(ctx.candidates):
             self._init_pending = False
         scores = self.bounds(ctx.round + 1)[ctx.candidates]
+        self._scores = {
+            "gpcb": by_client(ctx.candidates, scores),
+            "projection": by_client(ctx.candidates, self.latest_projection[ctx.candidates]),
+        }
         return [int(ctx.candidates[i]) for i in top_k(scores, ctx.budget, self.rng)]
+
+    def scores(self) -> dict[str, dict[int, float]]:
+        """Per-candidate values behind the latest ``select``, for the score log."""
+        return self._scores
 
     def bounds(self, t: int) -> np.ndarray:
         """u_i = mu-tilde_i + alpha sqrt(2 ln n / n_i) for every client (eqs. (6)-(7))."""

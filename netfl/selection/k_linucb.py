@@ -17,7 +17,7 @@ from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 from netfl.selection.contextual import ContextBook, utility_rewards
-from netfl.selection.ranking import top_k
+from netfl.selection.ranking import by_client, top_k
 
 
 class KLinUCB(Strategy):
@@ -55,6 +55,7 @@ class KLinUCB(Strategy):
         self.book = ContextBook(info.n_clients)
         self.design: np.ndarray | None = None  # A
         self.response: np.ndarray | None = None  # b
+        self._scores: dict[str, dict[int, float]] = {}
 
     def theta(self) -> np.ndarray:
         """The ridge estimate A^{-1} b."""
@@ -69,11 +70,18 @@ class KLinUCB(Strategy):
         return contexts @ self.theta() + self.alpha * np.sqrt(np.maximum(spread, 0.0))
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
+        self._scores = {}
         if not len(ctx.candidates):
             return []
         contexts = self.book.record(ctx, "k_linucb")
-        best = top_k(self.bounds(contexts), ctx.budget, self.rng)
+        bounds = self.bounds(contexts)
+        self._scores = {"ucb": by_client(ctx.candidates, bounds)}
+        best = top_k(bounds, ctx.budget, self.rng)
         return [int(ctx.candidates[i]) for i in best]
+
+    def scores(self) -> dict[str, dict[int, float]]:
+        """Per-candidate values behind the latest ``select``, for the score log."""
+        return self._scores
 
     def observe(self, feedback: RoundFeedback) -> None:
         clients, rewards = utility_rewards(feedback, self.info.n_samples, "k_linucb")

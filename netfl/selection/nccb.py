@@ -22,7 +22,7 @@ from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext
 from netfl.selection.clustering import kmeans, nearest
 from netfl.selection.contextual import ContextBook, utility_rewards
 from netfl.selection.neural_ucb import NeuralUCB
-from netfl.selection.ranking import top_k
+from netfl.selection.ranking import by_client, top_k
 
 
 class NCCB(Strategy):
@@ -92,12 +92,15 @@ class NCCB(Strategy):
         self.estimator: NeuralUCB | None = None
         self.history_x: list[np.ndarray] = []
         self.history_r: list[np.ndarray] = []
+        self._scores: dict[str, dict[int, float]] = {}
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
+        self._scores = {}
         if not len(ctx.candidates):
             return []
         contexts = self.book.record(ctx, "nccb")
         labels = self._clusters(ctx.candidates, contexts)
+        self._scores = {"cluster": by_client(ctx.candidates, labels)}
         budget = min(ctx.budget, len(ctx.candidates))
         available = np.unique(labels)
         unexplored = available[self.counters[available] <= self.threshold]  # line 7
@@ -106,8 +109,13 @@ class NCCB(Strategy):
         if len(chosen) < budget:  # lines 13-20
             rest = np.setdiff1d(np.arange(len(ctx.candidates)), chosen)
             bounds = self._network(contexts.shape[1]).bound(contexts[rest])
+            self._scores["ucb"] = by_client(ctx.candidates[rest], bounds)
             chosen += [int(rest[i]) for i in top_k(bounds, budget - len(chosen), self.rng)]
         return [int(ctx.candidates[i]) for i in chosen]
+
+    def scores(self) -> dict[str, dict[int, float]]:
+        """Per-candidate values behind the latest ``select``, for the score log."""
+        return self._scores
 
     def observe(self, feedback: RoundFeedback) -> None:
         played = self.cluster_of[feedback.selected]

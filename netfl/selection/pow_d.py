@@ -22,7 +22,7 @@ from pydantic import Field
 
 from netfl.errors import Problem
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
-from netfl.selection.ranking import draw_by_size, top_k
+from netfl.selection.ranking import by_client, draw_by_size, top_k
 from netfl.selection.signals import feature
 
 if TYPE_CHECKING:
@@ -39,6 +39,14 @@ class _PowerOfChoice(Strategy):
 
     def __init__(self, d: PollSize = None) -> None:
         self.d = d
+
+    def setup(self, info: PopulationInfo, rng: np.random.Generator) -> None:
+        super().setup(info, rng)
+        self._scores: dict[str, dict[int, float]] = {}
+
+    def scores(self) -> dict[str, dict[int, float]]:
+        """Per-candidate values behind the latest ``select``, for the score log."""
+        return self._scores
 
     def poll_size(self, budget: int) -> int:
         """d, or 2 m when not set."""
@@ -101,6 +109,7 @@ class PowD(_PowerOfChoice):
             polled = self.draw(ctx)
         self._polled = None
         in_set = np.flatnonzero(np.isin(ctx.candidates, polled))
+        self._scores = {"loss": by_client(ctx.candidates[in_set], loss[in_set])}
         best = top_k(loss[in_set], ctx.budget, self.rng)
         return [int(ctx.candidates[in_set[i]]) for i in best]
 
@@ -129,6 +138,7 @@ class RPowD(_PowerOfChoice):
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
         drawn = self.draw(ctx)
+        self._scores = {"stale_loss": by_client(drawn, self.stale_loss[drawn])}
         best = top_k(self.stale_loss[drawn], ctx.budget, self.rng)
         return [int(drawn[i]) for i in best]
 

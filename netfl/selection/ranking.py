@@ -39,3 +39,8 @@ def draw_by_size(
         # numpy refuses; give zero-size clients a tiny chance so the draw can complete.
         p = (sizes + 1e-12) / (sizes + 1e-12).sum()
     return np.asarray(rng.choice(candidates, size=size, replace=False, p=p), dtype=np.int64)
+
+
+def by_client(clients: np.ndarray, values: np.ndarray) -> dict[int, float]:
+    """``{client id: value}`` for a strategy's ``scores()`` log."""
+    return {int(c): float(v) for c, v in zip(clients, values, strict=True)}

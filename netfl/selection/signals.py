@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from netfl.errors import NetflError
 from netfl.selection.base import RoundFeedback, SelectionContext
 
 
-class MissingSignalError(RuntimeError):
+class MissingSignalError(NetflError):
     """The server did not provide a learning signal that the strategy declared."""
 
 
 def feature(ctx: SelectionContext, name: str, strategy: str) -> np.ndarray:
-    """``ctx.features[name]`` as a float array, aligned with ``ctx.candidates``."""
+    """``ctx.features[name]`` as a float array, aligned with ``ctx.candidates``.
+
+    One row per candidate: a value, or a vector (``"context"``, ``"update_vector"``).
+    """
     if name not in ctx.features:
         raise MissingSignalError(
             f"{strategy} needs ctx.features[{name!r}] in round {ctx.round}, but the server"

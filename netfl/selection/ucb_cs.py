@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
-from netfl.selection.ranking import top_k
+from netfl.selection.ranking import by_client, top_k
 from netfl.selection.signals import signal
 
 
@@ -69,6 +69,7 @@ class UCBCS(Strategy):
         self.discounted_count = np.zeros(info.n_clients)  # N_t(gamma, k), eq. (6)
         self.discounted_rounds = 0.0  # T_t(gamma), eq. (7)
         self.sigma = 0.0
+        self._scores: dict[str, dict[int, float]] = {}
 
     def indices(self) -> np.ndarray:
         """A_t(gamma, k) of eq. (4) for every client (+inf where N = 0)."""
@@ -83,7 +84,12 @@ class UCBCS(Strategy):
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
         scores = self.indices()[ctx.candidates]
+        self._scores = {"ucb": by_client(ctx.candidates, scores)}
         return [int(ctx.candidates[i]) for i in top_k(scores, ctx.budget, self.rng)]
+
+    def scores(self) -> dict[str, dict[int, float]]:
+        """Per-candidate values behind the latest ``select``, for the score log."""
+        return self._scores
 
     def observe(self, feedback: RoundFeedback) -> None:
         g = self.gamma
