@@ -53,8 +53,10 @@ def utility_rewards(
     """``(clients, rewards)`` of the clients that reported in a round, eq. (2) of 004.
 
     U(i) = |D_i| sqrt(mean_{d in D_i} Loss(d)^2), the root mean square of the training
-    losses times the data size. The server sees the mean local loss and the standard
-    deviation of the minibatch losses, so the mean square is estimated as mean^2 + std^2.
+    losses times the data size (the same utility as Oort's). The server sees the mean
+    local loss and its standard deviation (``signals["local_loss_std"]``), so the mean
+    square is mean^2 + std^2: exact when the std is the spread of the per-sample losses,
+    an underestimate when it is the spread of minibatch means.
     Rewards are divided by the population's mean data size, to keep them near the
     scale of a loss (a constant factor; the ranking of clients is unchanged).
     """
