@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from netfl.registry import strategies
+from netfl.scenario import scenario_from_data
 from netfl.selection.base import LEARNING_SIGNALS, POLL_SIGNALS, make_strategy
 from netfl.selection.check import check_strategy
+from netfl.simulation import simulate
 
 LEARNING_AWARE = ["ucb_cs", "pow_d", "rpow_d", "gpfl", "nccb", "k_linucb"]
 
@@ -34,3 +37,17 @@ def test_polling_strategies_declare_what_they_poll(name, polls):
     cls = strategies().load(name)
     assert cls.poll_signal == polls
     assert polls in cls.requires
+
+
+def test_rpow_d_runs_on_real_training_losses(tiny, tmp_path):
+    # rpow-d needs only the mean local losses that the server already reports. The
+    # tiny scenario has 6 clients and selects 3: d = 2m = 6 covers everyone, so the two
+    # first rounds try the never-heard-from clients (stale loss +inf), then the losses
+    # decide.
+    tiny["fl"]["rounds"] = 4
+    tiny["selection"] = {"name": "rpow_d"}
+    result = simulate(scenario_from_data(tiny), tmp_path / "run")
+    assert result.summary["status"] == "completed"
+    rounds = pd.read_parquet(result.run_dir / "rounds.parquet")
+    first, second = (set(s.tolist()) for s in rounds["selected"][:2])
+    assert len(first) == len(second) == 3 and first | second == set(range(6))
