@@ -116,3 +116,10 @@ def test_rpow_d_only_ranks_its_drawn_set():
     strategy.observe(_report(0, [0, 1, 2], [9.0, 0.1, 9.0]))
     # Only client 1 has data, so the draw of d = 1 is always client 1.
     assert all(strategy.select(context(strategy, range(3), round=r)) == [1] for r in range(20))
+
+
+def test_pow_d_with_no_candidates_polls_and_selects_nobody():
+    strategy = _ready(PowD(d=2), [10] * 3, 1)
+    empty = ctx([], 1)  # a server that polled nobody need not send "loss"
+    assert list(strategy.choose_polled(empty)) == []
+    assert strategy.select(empty) == []

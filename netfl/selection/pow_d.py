@@ -102,6 +102,9 @@ class PowD(_PowerOfChoice):
         return [int(c) for c in polled]
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
+        if not len(ctx.candidates):
+            self._scores = {}
+            return []
         loss = feature(ctx, "loss", "pow_d")
         if self._polled is not None and self._polled[0] == ctx.round:
             polled = self._polled[1]
