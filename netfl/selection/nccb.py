@@ -90,8 +90,8 @@ class NCCB(Strategy):
         self.centroids: np.ndarray | None = None
         self.counters = np.zeros(0, dtype=np.int64)  # Ct(C_i)
         self.estimator: NeuralUCB | None = None
-        self.history_x: list[np.ndarray] = []
-        self.history_r: list[np.ndarray] = []
+        self.history_x = np.zeros((0, 0))  # the latest max_history contexts played
+        self.history_r = np.zeros(0)  # and their utilities
         self._scores: dict[str, dict[int, float]] = {}
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
@@ -126,11 +126,10 @@ class NCCB(Strategy):
         x = self.book.of(clients)
         network = self._network(x.shape[1])
         network.add_to_design(x)  # eq. (14), gradients at theta_{t-1}
-        self.history_x.append(x)
-        self.history_r.append(rewards)
-        xs = np.concatenate(self.history_x)[-self.max_history :]
-        rs = np.concatenate(self.history_r)[-self.max_history :]
-        network.fit(xs, rs, self.train_steps, self.lr)  # line 23, eq. (10)
+        known = self.history_x.reshape(-1, x.shape[1])
+        self.history_x = np.concatenate([known, x])[-self.max_history :]
+        self.history_r = np.concatenate([self.history_r, rewards])[-self.max_history :]
+        network.fit(self.history_x, self.history_r, self.train_steps, self.lr)  # line 23
 
     def _clusters(self, candidates: np.ndarray, contexts: np.ndarray) -> np.ndarray:
         """Cluster labels of the candidates, clustering on first use (lines 1-3)."""
