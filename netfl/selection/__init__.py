@@ -39,4 +39,28 @@ STRATEGIES: dict[str, Entry] = {
         "netfl.selection.oort:Oort",
         "Oort (OSDI 2021): loss-based utility x system penalty, exploration, pacer",
     ),
+    "ucb_cs": Entry(
+        "netfl.selection.ucb_cs:UCBCS",
+        "discounted UCB on local losses weighted by data size (Cho et al., UCB-CS)",
+    ),
+    "pow_d": Entry(
+        "netfl.selection.pow_d:PowD",
+        "poll d clients drawn by data size for their loss, take the m largest (power-of-d)",
+    ),
+    "rpow_d": Entry(
+        "netfl.selection.pow_d:RPowD",
+        "pow-d ranked by stale losses from last participation, no polling (cpow-d)",
+    ),
+    "gpfl": Entry(
+        "netfl.selection.gpfl:GPFL",
+        "gradient projection on the global momentum direction with a confidence bound",
+    ),
+    "nccb": Entry(
+        "netfl.selection.nccb:NCCB",
+        "LSH data contexts, cluster exploration, then neural UCB on utility (NCCB)",
+    ),
+    "k_linucb": Entry(
+        "netfl.selection.k_linucb:KLinUCB",
+        "linear UCB on LSH data contexts, top k (NCCB's k-LinUCB baseline)",
+    ),
 }

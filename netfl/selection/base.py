@@ -12,6 +12,8 @@ Optional hooks: ``scores()`` exposes internal per-client values (UCB scores, est
 virtual-queue backlogs) that the server records after each ``select`` into
 ``strategy.parquet``; set ``may_select_fewer = True`` on a strategy that may select fewer
 than the budget by design (deadline-driven ones).
+A strategy that must hear from some candidates before it selects (pow-d's loss poll,
+GPFL's initial projections) overrides ``choose_polled`` and sets ``poll_signal``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ Scores = Mapping[str, Mapping[int, float]]
 
 #: Learning signals a strategy may declare in ``requires``.
 LEARNING_SIGNALS = frozenset({"local_loss", "update_vector", "poll_loss", "data_context"})
+
+#: What a polled client computes and sends back (``Strategy.poll_signal``).
+POLL_SIGNALS = frozenset({"poll_loss", "update_vector"})
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -167,6 +172,37 @@ class Strategy(ABC):
         calls it right after each ``select`` and records every value with the round.
         """
         return {}
+
+    #: What each client returned by ``choose_polled`` computes and uploads.
+    poll_signal: ClassVar[str] = "poll_loss"
+
+    def choose_polled(self, ctx: SelectionContext) -> Sequence[int]:
+        """Candidates to poll before ``select`` in this round (default: none).
+
+        The server's side of the contract, when this returns a non-empty list:
+
+        1. Poll exactly those clients (distinct ids among ``ctx.candidates``; anything
+           else is a contract error) in this round, before selection, and simulate the
+           cost in time and bits: the global model (model-size bits) goes down to each
+           polled client; then, by ``poll_signal``,
+
+           - ``"poll_loss"``: the device evaluates the global model's mean loss on its
+             local data (a forward pass over its samples) and uploads one number
+             (32 bits);
+           - ``"update_vector"``: the device runs the local update a selected client
+             would run and uploads the update ``w_local - w_global`` (model-size bits).
+             The polled update is *not* aggregated into the global model.
+
+        2. Wait for the answers (until the round deadline at most), then call
+           ``select`` once with a copy of ``ctx`` whose ``features`` gain, aligned with
+           ``ctx.candidates`` and NaN for candidates not polled or that did not answer:
+           ``features["loss"]`` (shape ``(n,)``) for ``"poll_loss"``, or
+           ``features["update_vector"]`` (shape ``(n, P)``) for ``"update_vector"``.
+
+        The server calls ``choose_polled`` exactly once per round, right before
+        ``select``, even when it returns nothing.
+        """
+        return ()
 
     @classmethod
     def scenario_problems(cls, scenario: Scenario) -> list[Problem]:

@@ -3,12 +3,15 @@
 Modelled on Gymnasium's ``check_env``. It drives a strategy through synthetic rounds and
 checks that each selection is a subset of the candidates with no repeats, at most the
 budget; that inputs are never mutated; that the same seed gives the same selections; that
-rounds with no candidates, or where no selected client reported back, are survived; and
-that ``scores()`` returns ``{name: {client id: number}}`` for clients of the population.
+rounds with no candidates, or where no selected client reported back, are survived; and that
+``scores()`` returns ``{name: {client id: number}}`` for clients of the population.
+A strategy that polls (``choose_polled``) is served as the server would: its polled
+candidates answer (most of them), the others get NaN.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 
@@ -48,6 +51,31 @@ def _context(
         deadline_s=info.deadline_s,
         features=features,
     )
+
+
+def _poll(
+    strategy: Strategy, ctx: SelectionContext, rng: np.random.Generator, dim: int = 16
+) -> SelectionContext:
+    polled = [int(c) for c in strategy.choose_polled(ctx)]
+    if not polled:
+        return ctx
+    if len(polled) != len(set(polled)):
+        raise StrategyCheckError(f"round {ctx.round}: polled a client twice: {polled}")
+    outside = set(polled) - set(ctx.candidates.tolist())
+    if outside:
+        raise StrategyCheckError(f"round {ctx.round}: polled non-candidates {sorted(outside)}")
+    n = len(ctx.candidates)
+    answered = np.isin(ctx.candidates, polled) & (rng.random(n) < 0.9)
+    features = dict(ctx.features)
+    if strategy.poll_signal == "update_vector":
+        vectors = np.full((n, dim), np.nan)
+        vectors[answered] = rng.normal(size=(int(answered.sum()), dim))
+        features["update_vector"] = vectors
+    elif strategy.poll_signal == "poll_loss":
+        features["loss"] = np.where(answered, ctx.features["loss"], np.nan)
+    else:
+        raise StrategyCheckError(f"unknown poll_signal {strategy.poll_signal!r}")
+    return dataclasses.replace(ctx, features=features)
 
 
 def _feedback(
@@ -107,7 +135,7 @@ def _run(
     selections: list[list[int]] = []
     for round_ in range(rounds):
         n_cand = 0 if round_ == 2 else int(rng.integers(1, n_clients + 1))
-        ctx = _context(rng, info, round_, n_cand, history)
+        ctx = _poll(strategy, _context(rng, info, round_, n_cand, history), rng)
         before = {
             name: np.array(getattr(ctx, name))
             for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
