@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from netfl.selection.base import RoundFeedback, SelectionContext
+from netfl.selection.oort import statistical_utility
 from netfl.selection.signals import feature, signal
 
 
@@ -65,7 +66,7 @@ def utility_rewards(
     if not reported.any():
         return clients, np.zeros(0)
     mean = feedback.local_loss[reported]
-    std = np.nan_to_num(signal(feedback, "local_loss_std", strategy)[reported])
+    std = signal(feedback, "local_loss_std", strategy)[reported]
     sizes = np.asarray(n_samples, dtype=float)
     scale = sizes.mean() if sizes.mean() > 0 else 1.0
-    return clients, sizes[clients] / scale * np.sqrt(mean**2 + std**2)
+    return clients, statistical_utility(sizes[clients] / scale, mean, std)

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from netfl.errors import NetflError
 from netfl.selection.base import RoundFeedback, SelectionContext
+from netfl.selection.signals import MissingSignalError, feature
+
+#: Raised when a strategy needs a context feature the server does not report.
+MissingFeatureError = MissingSignalError
 
 MU = "mu"
 BANDWIDTH_HZ = "bandwidth_hz"
@@ -30,21 +33,11 @@ COLD_START = "cold_start"
 EXPECTED_EXCHANGE_TIME_S = "expected_exchange_time_s"
 
 
-class MissingFeatureError(NetflError):
-    """A strategy needs a context feature that the scenario's server does not report."""
-
-
 def require_feature(ctx: SelectionContext, key: str, strategy: str) -> np.ndarray:
-    """``ctx.features[key]`` as floats, or a clear error naming the key and the strategy."""
-    if key not in ctx.features:
-        have = ", ".join(sorted(ctx.features)) or "none"
-        raise MissingFeatureError(
-            f"strategy '{strategy}' needs the context feature '{key}' in every round, but the"
-            f" server reported only: {have}"
-        )
-    values = np.asarray(ctx.features[key], dtype=float)
-    if values.shape != ctx.candidates.shape:
-        raise MissingFeatureError(
+    """``ctx.features[key]``: one number per candidate, or a clear error naming the key."""
+    values = feature(ctx, key, strategy)
+    if values.ndim != 1:
+        raise MissingSignalError(
             f"context feature '{key}' has shape {values.shape}; expected one value per"
             f" candidate {ctx.candidates.shape}"
         )
