@@ -74,7 +74,10 @@ class MaskedBatchNorm(nn.Module):
                 x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
             )
         reduce = [0, *range(2, x.dim())]
-        weight = getattr(self, MASK).to(x.dtype).view((-1,) + (1,) * (x.dim() - 1))
+        mask = getattr(self, MASK)
+        if mask.shape[0] != x.shape[0]:  # used on its own, without a mask: every sample
+            mask = torch.ones(x.shape[0], device=x.device)
+        weight = mask.to(x.dtype).view((-1,) + (1,) * (x.dim() - 1))
         count = weight.sum() * (x[0, 0].numel())
         mean = (x * weight).sum(reduce) / count.clamp_min(1)
         centred = x - mean.view(channel)

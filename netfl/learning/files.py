@@ -133,6 +133,7 @@ class _ArraysOnly(pickle.Unpickler):
         ("numpy._core.multiarray", "_reconstruct"),
         ("numpy", "ndarray"),
         ("numpy", "dtype"),
+        ("_codecs", "encode"),  # bytes in protocol-2 pickles written by Python 3
     }
 
     def find_class(self, module: str, name: str) -> Any:
