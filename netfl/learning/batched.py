@@ -17,6 +17,10 @@ per-client generators as :class:`~netfl.learning.trainer.SequentialTrainer`'s an
 the device once; the loop itself has no host synchronisation. The SGD update reproduces
 ``torch.optim.SGD`` (weight decay, then momentum with zero dampening).
 
+On CPU, vmap turns K clients' convolutions into one grouped convolution, which oneDNN
+runs slower than K separate ones; there a model with convolutions trains through the
+sequential loop unless ``vectorize_convolutions=True`` (docs/benchmarks.md, ## Training).
+
 CUDA paths (device placement, bf16 autocast) are written for GPUs but tested on CPU only.
 """
 
@@ -140,7 +144,7 @@ def batch_plan(
     rows = torch.zeros(n_steps, len(plans), width, dtype=torch.int64)
     weight = torch.zeros(n_steps, len(plans), width)
     for k, (batches, indices) in enumerate(zip(plans, client_indices, strict=True)):
-        host = indices.cpu()
+        host = indices.cpu()  # already on the host when called from the learner
         for s, batch in enumerate(batches):
             rows[s, k, : len(batch)] = host[batch]
             weight[s, k, : len(batch)] = 1.0

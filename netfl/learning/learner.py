@@ -147,7 +147,9 @@ class TorchLearner:
         self.device = device
         self.data = dataset.to(device)
         self.partition = partition
-        self.client_indices = [torch.as_tensor(ix, device=device) for ix in partition.train]
+        # Row ids stay on the host: trainers build their minibatch plans there and move
+        # them to the device once per round (no device-to-host copies).
+        self.client_indices = [torch.as_tensor(ix, dtype=torch.int64) for ix in partition.train]
         self._n_samples = partition.sizes
         self.label_counts = label_counts(
             dataset.y_train.numpy(), partition.train, dataset.n_classes
@@ -246,7 +248,7 @@ class TorchLearner:
         clients = np.asarray(clients, dtype=np.int64)
         if len(clients) == 0:
             return np.array([])
-        rows = torch.cat([self.client_indices[c] for c in clients])
+        rows = torch.cat([self.client_indices[c] for c in clients]).to(self.device)
         owner = torch.repeat_interleave(
             torch.arange(len(clients), device=self.device),
             torch.as_tensor(self._n_samples[clients], device=self.device),

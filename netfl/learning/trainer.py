@@ -76,7 +76,9 @@ class Trainer(Protocol):
         client_indices: Sequence[torch.Tensor],
         seeds: Sequence[int],
         sgd: LocalSGD,
-    ) -> TrainOutput: ...
+    ) -> TrainOutput:
+        """Train each client (row ids ``client_indices``, int64 on the host) from the
+        global state; return stacked states and per-client minibatch-loss mean and std."""
 
 
 def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch.Tensor]:
@@ -138,7 +140,7 @@ class SequentialTrainer:
             generator = torch.Generator().manual_seed(int(seed))
             losses = []
             for batch in minibatches(len(indices), sgd, generator):
-                rows = indices[batch.to(indices.device)]
+                rows = indices[batch].to(x.device)
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()
