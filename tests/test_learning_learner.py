@@ -12,7 +12,7 @@ from torch.nn import functional as F
 from netfl.config.learning import LearningConfig
 from netfl.learning.datasets import Dataset
 from netfl.learning.evaluation import EvalSchedule, jain_index
-from netfl.learning.learner import NullLearner, TorchLearner
+from netfl.learning.learner import NullLearner, TorchLearner, wants_for
 from netfl.learning.models import digits_mlp
 from netfl.learning.partition import Partition
 
@@ -86,6 +86,7 @@ def test_update_vectors_only_when_asked():
     assert asked.update_vectors.shape == (2, learner.n_parameters)
     first = asked.states["1.weight"][0] - learner.global_state["1.weight"]
     assert np.allclose(asked.update_vectors[0, : first.numel()], first.flatten().numpy())
+    assert wants_for({"local_loss", "update_vector", "poll_loss"}) == {"update_vector"}
     with pytest.raises(ValueError, match="unknown learning signals"):
         learner.local_update(0, np.array([0]), want=frozenset({"gradient_norm"}))
 

@@ -92,27 +92,18 @@ def test_power_law_sizes_have_the_pareto_exponent():
 
 
 def test_natural_partition_keeps_owners_and_their_test_rows():
-    owners = np.array([0, 0, 1, 2, 2, 2, 3])
-    test_owners = np.array([3, 1, 0])
-    parts = partition(
-        PartitionConfig(kind="natural"),
-        np.zeros(7, dtype=np.int64),
-        4,
-        None,
-        np.random.default_rng(0),
-        owners=(owners, test_owners),
-    )
+    owners = (np.array([0, 0, 1, 2, 2, 2, 3]), np.array([3, 1, 0]))
+
+    def split(n_clients: int):
+        labels = np.zeros(7, dtype=np.int64)
+        config = PartitionConfig(kind="natural")
+        return partition(config, labels, n_clients, None, np.random.default_rng(0), owners)
+
+    parts = split(4)
     assert [p.tolist() for p in parts.train] == [[0, 1], [2], [3, 4, 5], [6]]
     assert parts.test is not None
     assert [t.tolist() for t in parts.test] == [[2], [1], [], [0]]
-    fewer = partition(
-        PartitionConfig(kind="natural"),
-        np.zeros(7, dtype=np.int64),
-        2,
-        None,
-        np.random.default_rng(0),
-        owners=(owners, test_owners),
-    )
+    fewer = split(2)  # two of the four owners, at random
     assert len({tuple(p) for p in fewer.train}) == 2
 
 

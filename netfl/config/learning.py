@@ -184,8 +184,9 @@ class LearningConfig(StrictModel):
     backend: Literal["batched", "sequential"] = Field(
         default="batched",
         description=(
-            "batched: a round's clients train together (torch.func vmap); sequential: one"
-            " after another (the reference). Both give the same updates."
+            "batched: a round's clients train together (torch.func vmap; on CPU, models with"
+            " convolutions use the sequential loop, which is faster there); sequential: one"
+            " client after another (the reference). Both give the same updates."
         ),
     )
     max_parallel_clients: PositiveInt | None = Field(

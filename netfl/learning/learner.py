@@ -5,15 +5,23 @@ use, then ``aggregate`` with the ones that arrived in time, then ``evaluate``. S
 time never depends on how long PyTorch took: the device model takes the work of a local
 update from ``update_samples``.
 
-A strategy declares the learning signals it needs and the learner computes only those:
-``local_update(..., want={"update_vector"})`` adds w_local - w_global to the result,
-``client_losses(clients)`` is the loss of the current global model on those clients'
-data (pow-d polling), ``client_test_losses()`` every client's test loss (fairness).
+A strategy declares the learning signals it needs (``Strategy.requires``) and the
+learner computes only those. How the server serves each signal:
+
+- ``local_loss``: always in the result, ``loss_mean``/``loss_std`` (UCB-CS eqs. 5, 7);
+- ``update_vector``: ``local_update(..., want=wants_for(strategy.requires))`` adds
+  w_local - w_global (GPFL, NCCB);
+- ``poll_loss``: ``client_losses(candidates)``, the current global model's loss on each
+  candidate's data (pow-d polling);
+- ``data_context``: ``client_columns()["label_counts"]``, the label histograms.
+
+``client_test_losses()`` gives every client's test loss (fairness, UCB-CS eq. 3).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,7 +41,15 @@ from netfl.learning.models import count_parameters
 from netfl.learning.partition import Partition, label_counts
 from netfl.learning.trainer import LocalResult, LocalSGD, SequentialTrainer, Trainer
 
-__all__ = ["WANTS", "EvalSchedule", "Evaluation", "Learner", "NullLearner", "TorchLearner"]
+__all__ = [
+    "WANTS",
+    "EvalSchedule",
+    "Evaluation",
+    "Learner",
+    "NullLearner",
+    "TorchLearner",
+    "wants_for",
+]
 
 BITS_PER_PARAMETER = 32  # fp32 on the air
 
@@ -65,6 +81,11 @@ class Learner(Protocol):
     def client_test_losses(self) -> np.ndarray: ...
 
     def client_columns(self) -> dict[str, Any]: ...
+
+
+def wants_for(requires: Iterable[str]) -> frozenset[str]:
+    """What to ask ``local_update`` for, given a strategy's ``requires``."""
+    return frozenset(requires) & WANTS
 
 
 def _check_wants(want: frozenset[str]) -> None:
