@@ -8,7 +8,7 @@ import pytest
 
 from netfl.cli import main
 from netfl.errors import ScenarioError
-from netfl.scenario import load_scenario
+from netfl.scenario import dump_scenario, load_scenario
 
 
 def _run(write_scenario, data, out) -> dict[str, pd.DataFrame]:
@@ -114,7 +114,7 @@ def test_partitions_that_set_sizes_refuse_n_samples(write_scenario, tiny):
         ({"partition": {"kind": "iid", "alpha": 1}}, "alpha applies to kind dirichlet"),
         ({"dataset": "synthetic", "dataset_params": {"alfa": 1}}, "did you mean 'alpha'"),
         ({"dataset_params": {"alpha": 1}}, "dataset digits takes no parameters"),
-        ({"local_steps": 30}, "set local_epochs or local_steps, not both"),
+        ({"local_steps": 30}, "set exactly one of local_epochs and local_steps"),
         ({"bf16": True, "device": "cpu"}, "bf16 autocast is for cuda"),
         ({"backend": "vmap"}, "learning.backend"),
     ],
@@ -138,6 +138,16 @@ def test_missing_dataset_files_exit_2_with_one_line(write_scenario, tiny, tmp_pa
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: mnist:") and "train-images-idx3-ubyte" in err
     assert len(err.splitlines()) == 1
+
+
+def test_resolved_scenario_round_trips_with_steps_and_time_evaluation(write_scenario, tiny):
+    tiny["learning"].pop("local_epochs")
+    tiny["learning"].update(local_steps=30, eval_every_s=60)
+    scenario = load_scenario(write_scenario(tiny))
+    assert scenario.learning is not None
+    assert scenario.learning.local_epochs is None and scenario.learning.eval_every_rounds is None
+    again = load_scenario(write_scenario(dump_scenario(scenario), "resolved.yaml"))
+    assert again == scenario
 
 
 def test_resolved_scenario_fills_dataset_params(write_scenario, tiny):

@@ -133,7 +133,9 @@ class LearningConfig(StrictModel):
     )
     partition: PartitionConfig = Field(default_factory=PartitionConfig, description="Partition.")
     model: str = Field(default="digits_mlp", description="Model name (`netfl list`).")
-    local_epochs: PositiveInt = Field(default=1, description="Local epochs per round.")
+    local_epochs: PositiveInt | None = Field(
+        default=1, description="Local epochs per round (null when local_steps is set)."
+    )
     local_steps: PositiveInt | None = Field(
         default=None,
         description=(
@@ -221,15 +223,18 @@ class LearningConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _time_based_evaluation_only(cls, data: Any) -> Any:
-        # eval_every_s alone means "by time only", not "by time and every round".
+        # eval_every_s alone means "by time only", not "by time and every round";
+        # local_steps alone means "no epochs".
         if isinstance(data, dict) and data.get("eval_every_s") is not None:
             data = {"eval_every_rounds": None, **data}
+        if isinstance(data, dict) and data.get("local_steps") is not None:
+            data = {"local_epochs": None, **data}
         return data
 
     @model_validator(mode="after")
     def _steps_or_epochs(self) -> LearningConfig:
-        if self.local_steps is not None and "local_epochs" in self.model_fields_set:
-            raise ValueError("set local_epochs or local_steps, not both")
+        if (self.local_steps is None) == (self.local_epochs is None):
+            raise ValueError("set exactly one of local_epochs and local_steps")
         if self.eval_every_rounds is None and self.eval_every_s is None:
             raise ValueError("set eval_every_rounds, eval_every_s, or both")
         if self.bf16 and self.device == "cpu":

@@ -202,7 +202,7 @@ class TorchLearner:
         config = self.config
         return LocalSGD(
             lr=self.lr_at(round),
-            epochs=config.local_epochs,
+            epochs=config.local_epochs or 1,  # unused with local steps
             batch_size=config.batch_size,
             steps=config.local_steps,
             momentum=config.momentum,
