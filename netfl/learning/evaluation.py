@@ -17,28 +17,15 @@ EVAL_CHUNK = 4096
 
 @dataclass(frozen=True)
 class Evaluation:
-    """The global model on the test set; ``client_loss`` per device where asked."""
+    """The global model on the test set; ``client_loss`` per device where asked.
+
+    Loss fairness (Jain's index, UCB-CS eq. (3) in 000_dfbad22c59539edc.txt) is
+    ``netfl.trace.metrics.jain_index`` of ``client_loss`` (F_k(w) with ``train``).
+    """
 
     accuracy: float
     loss: float
     client_loss: np.ndarray | None = None
-
-    @property
-    def fairness_jain(self) -> float:
-        return math.nan if self.client_loss is None else jain_index(self.client_loss)
-
-
-def jain_index(values: np.ndarray) -> float:
-    """Jain's fairness index of per-client losses, UCB-CS eq. (3) (000_dfbad22c59539edc.txt).
-
-    J = (1/K) [sum_k (F_k / sum_i F_i)^2]^-1 = (sum F)^2 / (K sum F^2), in [1/K, 1];
-    1 when every client has the same loss. NaN entries (no data) are left out.
-    """
-    losses = np.asarray(values, dtype=float)
-    losses = losses[~np.isnan(losses)]
-    if len(losses) == 0 or not np.any(losses):
-        return math.nan
-    return float(losses.sum() ** 2 / (len(losses) * np.square(losses).sum()))
 
 
 @torch.no_grad()

@@ -8,9 +8,11 @@ update from ``update_samples``.
 A strategy declares the learning signals it needs (``Strategy.requires``) and the
 learner computes only those. How the server serves each signal:
 
-- ``local_loss``: always in the result, ``loss_mean``/``loss_std`` (UCB-CS eqs. 5, 7);
+- ``local_loss``: always in the result, ``loss_mean``/``loss_std`` (UCB-CS eqs. 5, 7;
+  the server passes the std as ``feedback.signals["local_loss_std"]``);
 - ``update_vector``: ``local_update(..., want=wants_for(strategy.requires))`` adds
-  w_local - w_global (GPFL, NCCB);
+  w_local - w_global (GPFL, NCCB; also for polled clients, whose result is then simply
+  not aggregated), and ``global_update()`` after ``aggregate`` gives w^t - w^{t-1};
 - ``poll_loss``: ``client_losses(candidates)``, the current global model's loss on each
   candidate's data (pow-d polling);
 - ``data_context``: ``client_columns()["label_counts"]``, the label histograms.
@@ -74,6 +76,8 @@ class Learner(Protocol):
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None: ...
 
+    def global_update(self) -> np.ndarray: ...
+
     def evaluate(self) -> Evaluation: ...
 
     def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
@@ -120,6 +124,9 @@ class NullLearner:
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         return None
+
+    def global_update(self) -> np.ndarray:
+        return np.zeros(0)
 
     def evaluate(self) -> Evaluation:
         return Evaluation(math.nan, math.nan)
@@ -180,6 +187,7 @@ class TorchLearner:
         self.n_parameters = count_parameters(self.model)
         self.model_size_bits = float(self.n_parameters * BITS_PER_PARAMETER)
         self.global_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self._previous_state = self.global_state
         self.trainer = make_trainer(config, self.model, device)
         self._seed = np.random.SeedSequence(seed)
 
@@ -243,12 +251,22 @@ class TorchLearner:
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         """FedAvg over the clients of ``result`` flagged in the boolean mask ``arrived``."""
+        self._previous_state = self.global_state
         if not np.any(arrived):
             return
         weights = torch.as_tensor(np.where(arrived, result.n_samples, 0), dtype=torch.float64)
         averaged = fedavg(result.states, weights)
         if averaged is not None:
             self.global_state = averaged
+
+    def global_update(self) -> np.ndarray:
+        """w^t - w^{t-1} over the parameters, flattened: what the last ``aggregate`` changed
+        (GPFL's aggregated update g^t, 001_67fd41493d1b216a.txt eq. (1)); zeros if nothing."""
+        parts = [
+            (self.global_state[name] - self._previous_state[name]).flatten()
+            for name in self.param_names
+        ]
+        return torch.cat(parts).float().cpu().numpy()
 
     def evaluate(self) -> Evaluation:
         """Accuracy and mean loss on the test set (+ per-client losses if configured)."""
