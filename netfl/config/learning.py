@@ -125,7 +125,11 @@ class LearningConfig(StrictModel):
         description=f"Parameters of the dataset, by dataset. {_PARAMS_HELP}.",
     )
     data_root: str | None = Field(
-        default=None, description="Folder with the dataset's files, for file-based datasets."
+        default=None,
+        description=(
+            "Folder with the dataset's files, for file-based datasets (mnist, fashion_mnist,"
+            " cifar10, femnist); a relative path is taken from the working directory."
+        ),
     )
     test_fraction: Probability = Field(
         default=0.2,
