@@ -17,6 +17,7 @@ from netfl.config import Scenario
 from netfl.fl.device import FixedComputeDevices
 from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
+from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner, NullLearner
 from netfl.radio import cell
 from netfl.radio.network import FixedRateNetwork
@@ -70,6 +71,13 @@ def _learner(scenario: Scenario, population: Population, streams: Streams) -> tu
     return learner, bits
 
 
+def _eval_schedule(scenario: Scenario) -> EvalSchedule:
+    learning = scenario.learning
+    if learning is None:
+        return EvalSchedule(rounds=scenario.fl.rounds)
+    return EvalSchedule(learning.eval_every_rounds, learning.eval_every_s, scenario.fl.rounds)
+
+
 def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | None = None) -> World:
     """Build the SimPy environment and every component of the run."""
     streams = Streams(scenario.seed)
@@ -96,7 +104,6 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     server = Server(
         env,
         config=scenario.fl,
-        local_epochs=scenario.learning.local_epochs if scenario.learning else 1,
         model_size_bits=model_size_bits,
         network=network,
         devices=devices,
@@ -104,7 +111,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         strategy=strategy,
         timeline=timeline,
         request_rng=streams.get("fl.request"),
-        eval_every_rounds=scenario.learning.eval_every_rounds if scenario.learning else 1,
+        eval_schedule=_eval_schedule(scenario),
         on_round=on_round,
     )
     client_columns: dict[str, Any] = {
@@ -117,6 +124,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         "rate_dl_bps": network.rate_dl_bps,
         "n_samples": learner.n_samples,
         "compute_sps": population.compute_sps,
+        **learner.client_columns(),
     }
     return World(
         scenario, env, timeline, population, network, learner, strategy, server, client_columns

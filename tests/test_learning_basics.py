@@ -58,7 +58,7 @@ def test_partition_iid_sizes_and_ranges():
     labels = np.repeat(np.arange(10), 50)
     rng = np.random.default_rng(0)
     parts = partition(PartitionConfig(), labels, 3, np.array([10, 20, 500]), rng)
-    assert [len(p) for p in parts] == [10, 20, 500]
-    assert all(len(np.unique(p)) == len(p) for p in parts)
+    assert parts.sizes.tolist() == [10, 20, 500]
+    assert all(len(np.unique(p)) == len(p) for p in parts.train)
     even = partition(PartitionConfig(), labels, 3, None, rng)
-    assert sorted(np.concatenate(even).tolist()) == list(range(500))
+    assert sorted(np.concatenate(even.train).tolist()) == list(range(500))

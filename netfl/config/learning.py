@@ -1,47 +1,185 @@
-"""Scenario section `learning`: dataset, partition, model and local training."""
+"""Scenario section `learning`: dataset, partition, model, local training and evaluation."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from netfl.config.base import PositiveFloat, PositiveInt, Probability, StrictModel
+from netfl.config.base import (
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    PositiveSeconds,
+    Probability,
+    StrictModel,
+)
+from netfl.errors import Problem
+
+if TYPE_CHECKING:
+    from netfl.config.scenario import Scenario
+
+
+class SyntheticParams(StrictModel):
+    """Synthetic(alpha, beta) of FedProx (Li et al., MLSys 2020), as used by UCB-CS.
+
+    One device k draws u_k ~ N(0, alpha), B_k ~ N(0, beta), W_k, b_k ~ N(u_k, 1),
+    v_k ~ N(B_k, 1) per feature and x ~ N(v_k, diag(j^-1.2)); y = argmax(W_k x + b_k).
+    The sample count of device k is floor(lognormal(size_log_mean, size_log_sigma)) +
+    size_offset (FedProx's "power law" sizes).
+    """
+
+    alpha: NonNegativeFloat = Field(
+        default=1.0, description="Spread of the devices' models (std of u_k, as in FedProx's code)."
+    )
+    beta: NonNegativeFloat = Field(
+        default=1.0, description="Spread of the devices' features (std of B_k)."
+    )
+    n_features: PositiveInt = Field(default=60, description="Input dimension d.")
+    n_classes: int = Field(default=10, ge=2, description="Number of classes.")
+    size_log_mean: float = Field(default=4.0, description="Mean of the log of a device's size.")
+    size_log_sigma: NonNegativeFloat = Field(
+        default=2.0, description="Standard deviation of the log of a device's size."
+    )
+    size_offset: int = Field(default=50, ge=0, description="Samples added to every device.")
+
+
+class NoParams(StrictModel):
+    """A dataset without parameters."""
+
+
+#: Per-dataset parameter models for ``learning.dataset_params`` (other datasets take none;
+#: a user's own ``package.module:loader`` receives the mapping unvalidated).
+DATASET_PARAMS: dict[str, type[StrictModel]] = {"synthetic": SyntheticParams}
+
+_PARAMS_HELP = "; ".join(
+    f"{name}: " + ", ".join(f"{key} (default {f.default})" for key, f in model.model_fields.items())
+    for name, model in DATASET_PARAMS.items()
+)
+
+PartitionKind = Literal["iid", "dirichlet", "shards", "power_law", "natural"]
+
+#: Partition parameter -> the kind it belongs to.
+_PARTITION_PARAMS = {
+    "alpha": "dirichlet",
+    "shards_per_client": "shards",
+    "exponent": "power_law",
+    "min_samples": "power_law",
+}
+#: Kinds that decide every device's data size themselves.
+SIZE_SETTING_KINDS = frozenset({"shards", "power_law", "natural"})
 
 
 class PartitionConfig(StrictModel):
-    """How the training set is split among the devices."""
+    """How the training set is split among the devices (one kind, with its parameters)."""
 
-    kind: Literal["iid"] = Field(
+    kind: PartitionKind = Field(
         default="iid",
         description=(
-            "iid: with the devices' n_samples set, each device draws that many training"
-            " samples uniformly without replacement from the whole training set (devices may"
-            " share samples, as in MAB-CS); without it, the training set is dealt out evenly."
+            "iid: with the devices' n_samples set, each device draws that many samples"
+            " uniformly without replacement from the whole training set (devices may share"
+            " samples, as in MAB-CS); without it, the training set is dealt out evenly."
+            " dirichlet: label skew of Hsu et al. (2019): device k's label mix q_k ~"
+            " Dir(alpha p), sizes from n_samples (or even), samples disjoint."
+            " shards: sort by label, cut into shards_per_client x devices equal shards, deal"
+            " them out at random (GPFL's 1SPC / 2SPC). power_law: IID labels, sizes"
+            " min_samples + Pareto(exponent) shares of the rest. natural: the dataset's own"
+            " split (Synthetic: one generated device each; FEMNIST: one writer each)."
+            " shards, power_law and natural set the sizes themselves (no n_samples)."
         ),
     )
+    alpha: PositiveFloat | None = Field(
+        default=None, description="dirichlet: concentration alpha (smaller = more skewed)."
+    )
+    shards_per_client: PositiveInt | None = Field(
+        default=None, description="shards: shards per device (1 = 1SPC, 2 = 2SPC)."
+    )
+    exponent: PositiveFloat | None = Field(
+        default=None,
+        description="power_law: Pareto shape a of the size shares (smaller = heavier).",
+    )
+    min_samples: PositiveInt | None = Field(
+        default=None, description="power_law: samples every device gets at least (default 1)."
+    )
+
+    @model_validator(mode="after")
+    def _params_fit_kind(self) -> PartitionConfig:
+        for key, kind in _PARTITION_PARAMS.items():
+            if getattr(self, key) is not None and kind != self.kind:
+                raise ValueError(f"{key} applies to kind {kind}, not {self.kind}")
+        required = {"dirichlet": ["alpha"], "shards": ["shards_per_client"]}
+        required["power_law"] = ["exponent"]
+        for key in required.get(self.kind, []):
+            if getattr(self, key) is None:
+                raise ValueError(f"kind {self.kind} needs {key}")
+        return self
 
 
 class LearningConfig(StrictModel):
-    """Real training with PyTorch: dataset, partition, model and local SGD."""
+    """Real training with PyTorch: dataset, partition, model, local SGD and evaluation."""
 
     dataset: str = Field(default="digits", description="Dataset name (`netfl list`).")
+    dataset_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description=f"Parameters of the dataset, by dataset. {_PARAMS_HELP}.",
+    )
     data_root: str | None = Field(
-        default=None, description="Folder with the dataset's files, for file-based datasets."
+        default=None,
+        description=(
+            "Folder with the dataset's files, for file-based datasets (mnist, fashion_mnist,"
+            " cifar10, femnist); a relative path is taken from the working directory."
+        ),
     )
     test_fraction: Probability = Field(
-        default=0.2, description="Share of an unsplit dataset held out for evaluation."
+        default=0.2,
+        description="Share held out for evaluation, for datasets without a test split.",
     )
     partition: PartitionConfig = Field(default_factory=PartitionConfig, description="Partition.")
     model: str = Field(default="digits_mlp", description="Model name (`netfl list`).")
-    local_epochs: PositiveInt = Field(default=1, description="Local epochs per round.")
+    local_epochs: PositiveInt | None = Field(
+        default=1, description="Local epochs per round (null when local_steps is set)."
+    )
+    local_steps: PositiveInt | None = Field(
+        default=None,
+        description=(
+            "Local iterations per round instead of epochs (UCB-CS's tau): each is one"
+            " minibatch, drawn epoch-wise without replacement; excludes local_epochs."
+        ),
+    )
     batch_size: PositiveInt = Field(default=10, description="Local minibatch size.")
     lr: PositiveFloat = Field(default=0.05, description="Initial learning rate of local SGD.")
     lr_decay: PositiveFloat = Field(
         default=1.0, le=1.0, description="Learning rate multiplied by this every round."
     )
-    eval_every_rounds: PositiveInt = Field(
-        default=1, description="Evaluate the global model every N rounds (and after the last)."
+    lr_milestones: list[PositiveInt] = Field(
+        default_factory=list,
+        description="Rounds at which the learning rate is multiplied by lr_milestone_factor.",
+    )
+    lr_milestone_factor: PositiveFloat = Field(
+        default=0.5, le=1.0, description="Factor applied at each milestone (UCB-CS: halved)."
+    )
+    momentum: NonNegativeFloat = Field(
+        default=0.0, lt=1.0, description="SGD momentum of local training (torch.optim.SGD)."
+    )
+    weight_decay: NonNegativeFloat = Field(default=0.0, description="SGD weight decay (L2).")
+    eval_every_rounds: PositiveInt | None = Field(
+        default=1, description="Evaluate the global model every N rounds (null: not by rounds)."
+    )
+    eval_every_s: PositiveSeconds | None = Field(
+        default=None,
+        description=(
+            "Also evaluate at the end of the first round that ends at or after each multiple"
+            " of this simulated time (null: not by time). The last round is always evaluated."
+        ),
+    )
+    fairness_loss: Literal["none", "train", "test"] = Field(
+        default="none",
+        description=(
+            "At each evaluation, also compute every device's loss of the global model (train:"
+            " on its training data, F_k(w) of UCB-CS eq. (3); test: on test data with its"
+            " label mix), recorded as client_loss timeline events."
+        ),
     )
     target_accuracy: Probability | None = Field(
         default=None, description="Accuracy whose first reach is reported as time_to_target_s."
@@ -49,3 +187,76 @@ class LearningConfig(StrictModel):
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="Torch device: auto picks cuda when available."
     )
+    backend: Literal["batched", "sequential"] = Field(
+        default="batched",
+        description=(
+            "batched: a round's clients train together (torch.func vmap; on CPU, models with"
+            " convolutions use the sequential loop, which is faster there); sequential: one"
+            " client after another (the reference). Both give the same updates."
+        ),
+    )
+    max_parallel_clients: PositiveInt | None = Field(
+        default=None,
+        description="batched: train at most this many clients at once (memory; null: all).",
+    )
+    bf16: bool = Field(
+        default=False, description="batched, cuda only: bf16 autocast of the forward pass."
+    )
+
+    @field_validator("dataset_params")
+    @classmethod
+    def _dataset_params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        dataset = info.data.get("dataset", "")
+        if ":" in dataset:
+            return value  # a user's own loader validates its own parameters
+        model = DATASET_PARAMS.get(dataset, NoParams)
+        try:
+            return model.model_validate(value).model_dump()
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = first["msg"]
+            if first["type"] == "unknown_key" and model is NoParams:
+                message = f"dataset {dataset} takes no parameters"
+            raise PydanticCustomError(
+                "dataset_params",
+                "{where}{message}",
+                {"where": f"{where}: " if where else "", "message": message},
+            ) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _time_based_evaluation_only(cls, data: Any) -> Any:
+        # eval_every_s alone means "by time only", not "by time and every round";
+        # local_steps alone means "no epochs".
+        if isinstance(data, dict) and data.get("eval_every_s") is not None:
+            data = {"eval_every_rounds": None, **data}
+        if isinstance(data, dict) and data.get("local_steps") is not None:
+            data = {"local_epochs": None, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _steps_or_epochs(self) -> LearningConfig:
+        if (self.local_steps is None) == (self.local_epochs is None):
+            raise ValueError("set exactly one of local_epochs and local_steps")
+        if self.eval_every_rounds is None and self.eval_every_s is None:
+            raise ValueError("set eval_every_rounds, eval_every_s, or both")
+        if self.bf16 and self.device == "cpu":
+            raise ValueError("bf16 autocast is for cuda; set device to auto or cuda")
+        return self
+
+
+def learning_problems(scenario: Scenario) -> list[Problem]:
+    """Constraints between ``learning`` and other sections (called by ``cross_checks``)."""
+    learning = scenario.learning
+    if learning is None or learning.partition.kind not in SIZE_SETTING_KINDS:
+        return []
+    return [
+        Problem(
+            f"devices.groups.{index}.n_samples",
+            f"learning.partition.kind {learning.partition.kind} sets every device's data"
+            " size itself; remove n_samples (the sizes appear in clients.parquet)",
+        )
+        for index, group in enumerate(scenario.devices.groups)
+        if group.n_samples is not None
+    ]

@@ -11,7 +11,7 @@ from netfl.config.base import StrictModel
 from netfl.config.cell import CellConfig
 from netfl.config.devices import DevicesConfig
 from netfl.config.fl import FLConfig
-from netfl.config.learning import LearningConfig
+from netfl.config.learning import LearningConfig, learning_problems
 from netfl.config.output import OutputConfig
 from netfl.config.radio import RadioConfig
 from netfl.config.selection import SelectionConfig
@@ -103,4 +103,5 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                         "required when learning is none (compute time depends on data size)",
                     )
                 )
+    problems += learning_problems(scenario)
     return problems

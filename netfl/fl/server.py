@@ -19,6 +19,7 @@ import simpy
 
 from netfl.config.fl import FLConfig
 from netfl.fl.device import FixedComputeDevices
+from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network, Transfer
 from netfl.selection.base import RoundFeedback, SelectionContext, Strategy
@@ -52,7 +53,6 @@ class Server:
         env: simpy.Environment,
         *,
         config: FLConfig,
-        local_epochs: int,
         model_size_bits: float,
         network: Network,
         devices: FixedComputeDevices,
@@ -60,12 +60,11 @@ class Server:
         strategy: Strategy,
         timeline: Timeline,
         request_rng: np.random.Generator,
-        eval_every_rounds: int = 1,
+        eval_schedule: EvalSchedule | None = None,
         on_round: Callable[[RoundRecord], None] | None = None,
     ) -> None:
         self.env = env
         self.config = config
-        self.local_epochs = local_epochs
         self.model_size_bits = model_size_bits
         self.network = network
         self.devices = devices
@@ -73,7 +72,7 @@ class Server:
         self.strategy = strategy
         self.timeline = timeline
         self.request_rng = request_rng
-        self.eval_every_rounds = eval_every_rounds
+        self.eval_schedule = eval_schedule or EvalSchedule(rounds=config.rounds)
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
         # Last observed times, reported in the resource request (0 before the first
@@ -187,9 +186,9 @@ class Server:
                 rate_bps=out.download.rate_bps,
                 duration_s=out.download.duration_s,
             )
-            n = int(self.learner.n_samples[c])
+            n = int(self.learner.update_samples[c])  # E n_k, or tau b for local steps
             self.timeline.record(env.now, "compute_start", r, c)
-            step = self.devices.compute(env, c, n, self.local_epochs)
+            step = self.devices.compute(env, c, n, 1)
             out.update_time_s = yield step
             self.timeline.record(env.now, "compute_end", r, c, duration_s=out.update_time_s)
             self.timeline.record(env.now, "upload_start", r, c, bits=bits)
@@ -220,9 +219,7 @@ class Server:
         result = self.learner.local_update(r, clients)
         self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
         self.timeline.record(env.now, "aggregate", r, bits=len(arrived) * self.model_size_bits)
-        if (r + 1) % self.eval_every_rounds == 0 or (
-            self.config.rounds is not None and r + 1 == self.config.rounds
-        ):
+        if self.eval_schedule.due(r, env.now):
             self._evaluate(record)
         record.t_end_s = env.now
         self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
@@ -240,6 +237,9 @@ class Server:
             accuracy=evaluation.accuracy,
             loss=evaluation.loss,
         )
+        if evaluation.client_loss is not None:  # learning.fairness_loss
+            for client, loss in enumerate(evaluation.client_loss.tolist()):
+                self.timeline.record(self.env.now, "client_loss", record.round, client, loss=loss)
 
     def _final_evaluation(self) -> None:
         if self.records and math.isnan(self.records[-1].accuracy):

@@ -9,29 +9,43 @@ from netfl.config.learning import LearningConfig
 from netfl.errors import ScenarioError
 from netfl.fl.population import Population
 from netfl.learning.learner import TorchLearner, pick_device
-from netfl.learning.partition import partition
+from netfl.learning.partition import PartitionError, partition
 from netfl.registry import datasets, models
 from netfl.rng import Streams
 
 
 def build_learner(config: LearningConfig, population: Population, streams: Streams) -> TorchLearner:
-    dataset = datasets().load(config.dataset)(config, streams.get("learning.split"))
+    """Load the dataset, partition it, build the model; raise ScenarioError/DatasetError."""
+    n_clients = population.n_clients
+    loader = datasets().load(config.dataset)
+    dataset = loader(config, streams.get("learning.split"), n_clients)
     labels = dataset.y_train.numpy()
     sizes = population.requested_samples
-    if sizes is not None and np.any(sizes > len(labels)):
+    if sizes is not None and config.partition.kind == "iid" and np.any(sizes > len(labels)):
         raise ScenarioError.single(
             "devices.groups.n_samples",
             f"a device was given {int(sizes.max())} samples but the {config.dataset} training"
             f" set has only {len(labels)}",
         )
-    indices = partition(
-        config.partition, labels, population.n_clients, sizes, streams.get("learning.partition")
-    )
+    try:
+        parts = partition(
+            config.partition,
+            labels,
+            n_clients,
+            sizes,
+            streams.get("learning.partition"),
+            owners=(dataset.train_owner, dataset.test_owner),
+        )
+    except PartitionError as exc:
+        raise ScenarioError.single("learning.partition", str(exc)) from None
     torch_seed = streams.torch_seed("learning.torch")
     torch.manual_seed(torch_seed)
-    model = models().load(config.model)(dataset.input_shape, dataset.n_classes)
+    try:
+        model = models().load(config.model)(dataset.input_shape, dataset.n_classes)
+    except ValueError as exc:
+        raise ScenarioError.single("learning.model", str(exc)) from None
     try:
         device = pick_device(config.device)
     except RuntimeError as exc:
         raise ScenarioError.single("learning.device", str(exc)) from exc
-    return TorchLearner(config, dataset, indices, model, device, seed=torch_seed)
+    return TorchLearner(config, dataset, parts, model, device, seed=torch_seed)

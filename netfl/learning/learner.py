@@ -2,32 +2,61 @@
 
 The protocol asks ``local_update(round, clients)`` for the clients whose updates it will
 use, then ``aggregate`` with the ones that arrived in time, then ``evaluate``. Simulated
-time never depends on how long PyTorch took.
+time never depends on how long PyTorch took: the device model takes the work of a local
+update from ``update_samples``.
+
+A strategy declares the learning signals it needs (``Strategy.requires``) and the
+learner computes only those. How the server serves each signal:
+
+- ``local_loss``: always in the result, ``loss_mean``/``loss_std`` (UCB-CS eqs. 5, 7;
+  the server passes the std as ``feedback.signals["local_loss_std"]``);
+- ``update_vector``: ``local_update(..., want=wants_for(strategy.requires))`` adds
+  w_local - w_global (GPFL, NCCB; also for polled clients, whose result is then simply
+  not aggregated), and ``global_update()`` after ``aggregate`` gives w^t - w^{t-1};
+- ``poll_loss``: ``client_losses(candidates)``, the current global model's loss on each
+  candidate's data (pow-d polling);
+- ``data_context``: ``client_columns()["label_counts"]``, the label histograms.
+
+``client_test_losses()`` gives every client's test loss (fairness, UCB-CS eq. 3).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from netfl.config.learning import LearningConfig
 from netfl.learning.aggregation import fedavg
 from netfl.learning.datasets import Dataset
+from netfl.learning.evaluation import (
+    EvalSchedule,
+    Evaluation,
+    group_means,
+    mixture_losses,
+    per_sample_losses,
+)
 from netfl.learning.models import count_parameters
-from netfl.learning.trainer import LocalResult, LocalSGD, SequentialTrainer
+from netfl.learning.partition import Partition, label_counts
+from netfl.learning.trainer import LocalResult, LocalSGD, SequentialTrainer, Trainer
+
+__all__ = [
+    "WANTS",
+    "EvalSchedule",
+    "Evaluation",
+    "Learner",
+    "NullLearner",
+    "TorchLearner",
+    "wants_for",
+]
 
 BITS_PER_PARAMETER = 32  # fp32 on the air
 
-
-@dataclass(frozen=True)
-class Evaluation:
-    accuracy: float
-    loss: float
+#: What ``local_update`` can add to its result on request.
+WANTS = frozenset({"update_vector"})
 
 
 class Learner(Protocol):
@@ -36,13 +65,37 @@ class Learner(Protocol):
     @property
     def n_samples(self) -> np.ndarray: ...
 
+    @property
+    def update_samples(self) -> np.ndarray: ...
+
     def lr_at(self, round: int) -> float: ...
 
-    def local_update(self, round: int, clients: np.ndarray) -> LocalResult: ...
+    def local_update(
+        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+    ) -> LocalResult: ...
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None: ...
 
+    def global_update(self) -> np.ndarray: ...
+
     def evaluate(self) -> Evaluation: ...
+
+    def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
+
+    def client_test_losses(self) -> np.ndarray: ...
+
+    def client_columns(self) -> dict[str, Any]: ...
+
+
+def wants_for(requires: Iterable[str]) -> frozenset[str]:
+    """What to ask ``local_update`` for, given a strategy's ``requires``."""
+    return frozenset(requires) & WANTS
+
+
+def _check_wants(want: frozenset[str]) -> None:
+    unknown = set(want) - WANTS
+    if unknown:
+        raise ValueError(f"unknown learning signals {sorted(unknown)}; known: {sorted(WANTS)}")
 
 
 class NullLearner:
@@ -55,18 +108,37 @@ class NullLearner:
     def n_samples(self) -> np.ndarray:
         return self._n_samples
 
+    @property
+    def update_samples(self) -> np.ndarray:
+        return self._n_samples
+
     def lr_at(self, round: int) -> float:
         return math.nan
 
-    def local_update(self, round: int, clients: np.ndarray) -> LocalResult:
+    def local_update(
+        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+    ) -> LocalResult:
+        _check_wants(want)
         nan = np.full(len(clients), np.nan)
         return LocalResult(np.asarray(clients), {}, self._n_samples[clients], nan, nan.copy())
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         return None
 
+    def global_update(self) -> np.ndarray:
+        return np.zeros(0)
+
     def evaluate(self) -> Evaluation:
         return Evaluation(math.nan, math.nan)
+
+    def client_losses(self, clients: np.ndarray) -> np.ndarray:
+        return np.full(len(clients), np.nan)
+
+    def client_test_losses(self) -> np.ndarray:
+        return np.full(len(self._n_samples), np.nan)
+
+    def client_columns(self) -> dict[str, Any]:
+        return {}
 
 
 def pick_device(name: str) -> torch.device:
@@ -77,6 +149,14 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.device) -> Trainer:
+    if config.backend == "sequential":
+        return SequentialTrainer(model, device)
+    from netfl.learning.batched import BatchedTrainer
+
+    return BatchedTrainer(model, device, config.max_parallel_clients, config.bf16)
+
+
 class TorchLearner:
     """FedAvg with real local SGD on an in-memory dataset."""
 
@@ -84,53 +164,94 @@ class TorchLearner:
         self,
         config: LearningConfig,
         dataset: Dataset,
-        client_indices: list[np.ndarray],
+        partition: Partition | list[np.ndarray],
         model: torch.nn.Module,
         device: torch.device,
         seed: int,
     ) -> None:
+        if not isinstance(partition, Partition):
+            partition = Partition(list(partition))
         self.config = config
         self.device = device
         self.data = dataset.to(device)
-        self.client_indices = [torch.as_tensor(ix, device=device) for ix in client_indices]
-        self._n_samples = np.array([len(ix) for ix in client_indices], dtype=np.int64)
+        self.partition = partition
+        # Row ids stay on the host: trainers build their minibatch plans there and move
+        # them to the device once per round (no device-to-host copies).
+        self.client_indices = [torch.as_tensor(ix, dtype=torch.int64) for ix in partition.train]
+        self._n_samples = partition.sizes
+        self.label_counts = label_counts(
+            dataset.y_train.numpy(), partition.train, dataset.n_classes
+        )
         self.model = model.to(device)
+        self.param_names = [name for name, _ in self.model.named_parameters()]
         self.n_parameters = count_parameters(self.model)
         self.model_size_bits = float(self.n_parameters * BITS_PER_PARAMETER)
         self.global_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        self.trainer = SequentialTrainer(self.model, device)
+        self._previous_state = self.global_state
+        self.trainer = make_trainer(config, self.model, device)
         self._seed = np.random.SeedSequence(seed)
 
     @property
     def n_samples(self) -> np.ndarray:
         return self._n_samples
 
+    @property
+    def update_samples(self) -> np.ndarray:
+        """Training samples one local update processes, per client (E n_k or tau min(b, n_k))."""
+        return self.sgd(0).samples_processed(self._n_samples)
+
     def lr_at(self, round: int) -> float:
-        return self.config.lr * self.config.lr_decay**round
+        """lr * decay^round * factor^(milestones passed) (UCB-CS: halved at 300 and 600)."""
+        config = self.config
+        passed = sum(1 for m in config.lr_milestones if round >= m)
+        return config.lr * config.lr_decay**round * config.lr_milestone_factor**passed
+
+    def sgd(self, round: int) -> LocalSGD:
+        config = self.config
+        return LocalSGD(
+            lr=self.lr_at(round),
+            epochs=config.local_epochs or 1,  # unused with local steps
+            batch_size=config.batch_size,
+            steps=config.local_steps,
+            momentum=config.momentum,
+            weight_decay=config.weight_decay,
+        )
 
     def _client_seed(self, round: int, client: int) -> int:
         child = np.random.SeedSequence(self._seed.entropy, spawn_key=(round, client))
         return int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
-    def local_update(self, round: int, clients: np.ndarray) -> LocalResult:
+    def local_update(
+        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+    ) -> LocalResult:
+        _check_wants(want)
         clients = np.asarray(clients, dtype=np.int64)
-        sgd = LocalSGD(self.lr_at(round), self.config.local_epochs, self.config.batch_size)
-        states, means, stds = (
-            self.trainer.train(
-                self.global_state,
-                self.data.x_train,
-                self.data.y_train,
-                [self.client_indices[c] for c in clients],
-                [self._client_seed(round, int(c)) for c in clients],
-                sgd,
-            )
-            if len(clients)
-            else ({}, np.array([]), np.array([]))
+        if len(clients) == 0:
+            empty = np.array([])
+            vectors = np.zeros((0, self.n_parameters), np.float32) if want else None
+            return LocalResult(clients, {}, self._n_samples[clients], empty, empty, vectors)
+        states, means, stds = self.trainer.train(
+            self.global_state,
+            self.data.x_train,
+            self.data.y_train,
+            [self.client_indices[c] for c in clients],
+            [self._client_seed(round, int(c)) for c in clients],
+            self.sgd(round),
         )
-        return LocalResult(clients, states, self._n_samples[clients], means, stds)
+        vectors = self._update_vectors(states) if "update_vector" in want else None
+        return LocalResult(clients, states, self._n_samples[clients], means, stds, vectors)
+
+    def _update_vectors(self, states: dict[str, torch.Tensor]) -> np.ndarray:
+        """w_local - w_global over the parameters (not batch-norm statistics), flattened."""
+        parts = [
+            (states[name] - self.global_state[name].unsqueeze(0)).flatten(1)
+            for name in self.param_names
+        ]
+        return torch.cat(parts, dim=1).float().cpu().numpy()
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         """FedAvg over the clients of ``result`` flagged in the boolean mask ``arrived``."""
+        self._previous_state = self.global_state
         if not np.any(arrived):
             return
         weights = torch.as_tensor(np.where(arrived, result.n_samples, 0), dtype=torch.float64)
@@ -138,11 +259,66 @@ class TorchLearner:
         if averaged is not None:
             self.global_state = averaged
 
-    @torch.no_grad()
+    def global_update(self) -> np.ndarray:
+        """w^t - w^{t-1} over the parameters, flattened: what the last ``aggregate`` changed
+        (GPFL's aggregated update g^t, 001_67fd41493d1b216a.txt eq. (1)); zeros if nothing."""
+        parts = [
+            (self.global_state[name] - self._previous_state[name]).flatten()
+            for name in self.param_names
+        ]
+        return torch.cat(parts).float().cpu().numpy()
+
     def evaluate(self) -> Evaluation:
-        self.model.load_state_dict(self.global_state)
-        self.model.eval()
-        logits = self.model(self.data.x_test)
-        loss = F.cross_entropy(logits, self.data.y_test).item()
-        accuracy = (logits.argmax(dim=1) == self.data.y_test).double().mean().item()
-        return Evaluation(accuracy, loss)
+        """Accuracy and mean loss on the test set (+ per-client losses if configured)."""
+        losses, correct = per_sample_losses(
+            self.model, self.global_state, self.data.x_test, self.data.y_test
+        )
+        client_loss = None
+        if self.config.fairness_loss == "train":
+            client_loss = self.client_losses(np.arange(len(self._n_samples)))
+        elif self.config.fairness_loss == "test":
+            client_loss = self._test_losses(losses)
+        return Evaluation(
+            float(correct.double().mean()), float(losses.double().mean()), client_loss
+        )
+
+    def client_losses(self, clients: np.ndarray) -> np.ndarray:
+        """F_k(w): mean loss of the global model on each client's training data (NaN if none)."""
+        clients = np.asarray(clients, dtype=np.int64)
+        if len(clients) == 0:
+            return np.array([])
+        rows = torch.cat([self.client_indices[c] for c in clients]).to(self.device)
+        owner = torch.repeat_interleave(
+            torch.arange(len(clients), device=self.device),
+            torch.as_tensor(self._n_samples[clients], device=self.device),
+        )
+        losses, _ = per_sample_losses(
+            self.model, self.global_state, self.data.x_train[rows], self.data.y_train[rows]
+        )
+        return group_means(losses, owner, len(clients))
+
+    def client_test_losses(self) -> np.ndarray:
+        """Every client's test loss of the global model (see :meth:`_test_losses`)."""
+        losses, _ = per_sample_losses(
+            self.model, self.global_state, self.data.x_test, self.data.y_test
+        )
+        return self._test_losses(losses)
+
+    def _test_losses(self, losses: torch.Tensor) -> np.ndarray:
+        """Per client: mean loss on its own test rows where the dataset has them (natural
+        partition), else the test set's per-class losses weighted by its label mix."""
+        n_clients = len(self._n_samples)
+        if self.partition.test is not None:
+            rows = np.concatenate(self.partition.test)
+            owner = np.repeat(np.arange(n_clients), [len(t) for t in self.partition.test])
+            return group_means(
+                losses[torch.as_tensor(rows, device=losses.device, dtype=torch.int64)],
+                torch.as_tensor(owner, device=losses.device),
+                n_clients,
+            )
+        class_loss = group_means(losses, self.data.y_test, self.data.n_classes)
+        return mixture_losses(class_loss, self.label_counts)
+
+    def client_columns(self) -> dict[str, Any]:
+        """Extra clients.parquet columns: each client's label histogram."""
+        return {"label_counts": self.label_counts}

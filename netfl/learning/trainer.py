@@ -1,9 +1,15 @@
-"""Local training of a round's clients.
+"""Local training of a round's clients: the shared plan and the sequential reference.
 
-``SequentialTrainer`` is the reference: one plain ``nn.Module`` and ``torch.optim.SGD`` per
-client, one after another. Each client's minibatch order comes from its own seed (a
-function of the run seed, the round and the client), so a client's update does not depend
-on which other clients trained in the same round.
+Local SGD as in FedAvg (McMahan et al. 2017) and UCB-CS (000_dfbad22c59539edc.txt eq. (2)):
+each client starts from the global model and takes minibatch SGD steps on its own data,
+either ``epochs`` passes (shuffled, the last batch of a pass may be short) or ``steps``
+iterations of one minibatch each (drawn pass by pass without replacement).
+
+Each client's minibatch order comes from its own seed (a function of the run seed, the
+round and the client), so a client's update does not depend on which other clients
+trained in the same round, nor on the backend: ``SequentialTrainer`` (one plain
+``nn.Module`` and ``torch.optim.SGD`` per client, the reference) and
+:class:`netfl.learning.batched.BatchedTrainer` take the same steps.
 """
 
 from __future__ import annotations
@@ -11,20 +17,34 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+#: (stacked states, per-client mean and std of the minibatch losses)
+TrainOutput = tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]
+
 
 @dataclass(frozen=True)
 class LocalSGD:
-    """Hyper-parameters of one round of local SGD."""
+    """Hyper-parameters of one round of local SGD (torch.optim.SGD semantics)."""
 
     lr: float
     epochs: int
     batch_size: int
+    steps: int | None = None
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    def samples_processed(self, n_samples: np.ndarray) -> np.ndarray:
+        """Training samples one local update goes through: E n_k, or tau min(b, n_k)."""
+        n = np.asarray(n_samples, dtype=np.int64)
+        if self.steps is None:
+            return self.epochs * n
+        return self.steps * np.minimum(self.batch_size, n)
 
 
 @dataclass
@@ -32,7 +52,9 @@ class LocalResult:
     """The trained clients of a round, aligned with ``clients``.
 
     ``states`` holds each client's parameters and buffers stacked on a leading client axis;
-    ``loss_mean``/``loss_std`` are over the client's local iterations (minibatch losses).
+    ``loss_mean``/``loss_std`` are over the client's local iterations (the minibatch
+    losses; UCB-CS eqs. (5) and (7) in 000_dfbad22c59539edc.txt); ``update_vectors``
+    (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P).
     """
 
     clients: np.ndarray
@@ -40,15 +62,50 @@ class LocalResult:
     n_samples: np.ndarray
     loss_mean: np.ndarray
     loss_std: np.ndarray
+    update_vectors: np.ndarray | None = None
+
+
+class Trainer(Protocol):
+    """A backend that trains a round's clients from the global state."""
+
+    def train(
+        self,
+        global_state: Mapping[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        client_indices: Sequence[torch.Tensor],
+        seeds: Sequence[int],
+        sgd: LocalSGD,
+    ) -> TrainOutput:
+        """Train each client (row ids ``client_indices``, int64 on the host) from the
+        global state; return stacked states and per-client minibatch-loss mean and std."""
 
 
 def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch.Tensor]:
-    """Positions 0..n-1 in shuffled minibatches, epoch after epoch (last batch may be short)."""
-    batches: list[torch.Tensor] = []
-    for _ in range(sgd.epochs):
-        order = torch.randperm(n, generator=generator)
-        batches.extend(order.split(sgd.batch_size))
-    return batches
+    """Positions 0..n-1 in the minibatches of one local update, in order.
+
+    Epochs: one shuffled pass after another, split into batches (the last may be short).
+    Steps: shuffled passes concatenated and cut into ``steps`` batches of min(b, n).
+    """
+    if n == 0:
+        return []
+    if sgd.steps is None:
+        batches: list[torch.Tensor] = []
+        for _ in range(sgd.epochs):
+            batches.extend(torch.randperm(n, generator=generator).split(sgd.batch_size))
+        return batches
+    size = min(sgd.batch_size, n)
+    passes = -(-sgd.steps * size // n)
+    order = torch.cat([torch.randperm(n, generator=generator) for _ in range(passes)])
+    return list(order[: sgd.steps * size].split(size))
+
+
+def loss_summary(losses: torch.Tensor) -> tuple[float, float]:
+    """Mean and (population) standard deviation of a client's minibatch losses."""
+    if losses.numel() == 0:
+        return float("nan"), float("nan")
+    values = losses.double().cpu()
+    return float(values.mean()), float(values.std(unbiased=False))
 
 
 class SequentialTrainer:
@@ -66,7 +123,7 @@ class SequentialTrainer:
         client_indices: Sequence[torch.Tensor],
         seeds: Sequence[int],
         sgd: LocalSGD,
-    ) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
+    ) -> TrainOutput:
         """Return stacked states, per-client mean and std of minibatch losses."""
         states: list[dict[str, torch.Tensor]] = []
         means, stds = [], []
@@ -74,24 +131,24 @@ class SequentialTrainer:
             model = copy.deepcopy(self.template)
             model.load_state_dict(global_state)
             model.train()
-            optimizer = torch.optim.SGD(model.parameters(), lr=sgd.lr)
+            optimizer = torch.optim.SGD(
+                model.parameters(),
+                lr=sgd.lr,
+                momentum=sgd.momentum,
+                weight_decay=sgd.weight_decay,
+            )
             generator = torch.Generator().manual_seed(int(seed))
             losses = []
             for batch in minibatches(len(indices), sgd, generator):
-                rows = indices[batch.to(indices.device)]
+                rows = indices[batch].to(x.device)
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()
                 optimizer.step()
                 losses.append(loss.detach())
             states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-            if losses:
-                stacked = torch.stack(losses).double().cpu()
-                means.append(float(stacked.mean()))
-                stds.append(float(stacked.std(unbiased=False)))
-            else:
-                means.append(float("nan"))
-                stds.append(float("nan"))
-        keys = global_state.keys()
-        stacked_states = {k: torch.stack([s[k] for s in states]) for k in keys}
-        return stacked_states, np.array(means), np.array(stds)
+            mean, std = loss_summary(torch.stack(losses) if losses else torch.empty(0))
+            means.append(mean)
+            stds.append(std)
+        stacked = {k: torch.stack([s[k] for s in states]) for k in global_state}
+        return stacked, np.array(means), np.array(stds)

@@ -27,6 +27,7 @@ KINDS: dict[str, str] = {
     "drop": "a client left mid-round; its work is lost",
     "aggregate": "the server aggregates the arrived updates",
     "evaluate": "the global model is evaluated (accuracy, loss)",
+    "client_loss": "a client's loss of the global model at an evaluation (learning.fairness_loss)",
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
     "background_flow_end": "a background (non-FL) transfer completes",

@@ -1,0 +1,196 @@
+"""Local-training throughput: client-epochs per second, sequential vs batched backends.
+
+Synthetic tensors of each dataset's shape (no dataset files needed), one round of local
+SGD for K clients of ``n`` samples each, timed after a warm-up round. FLOPs are counted
+with ``torch.utils.flop_counter`` on one minibatch (forward + backward) of the plain
+model; on a GPU the achieved rate is also given as a fraction of the device's peak.
+
+Backends:
+
+- ``sequential``: the reference, one ``nn.Module`` + ``torch.optim.SGD`` per client;
+- ``batched``: what ``learning.backend: batched`` runs (on CPU, models with convolutions
+  fall back to the sequential loop; see netfl/learning/batched.py);
+- ``batched-vmap``: the vectorised path forced, also for convolutions on CPU.
+
+Usage::
+
+    python -m benchmarks.bench_training                      # CPU table (markdown)
+    python -m benchmarks.bench_training --device cuda --bf16 # GPU, bf16 autocast
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+from torch.nn import functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from netfl.learning.batched import BatchedTrainer
+from netfl.learning.models import digits_mlp, fedcs_cifar_cnn, rbcsf_fmnist_cnn
+from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
+
+#: name -> (builder, input shape, samples per client, batch size)
+MODELS = {
+    "digits_mlp": (digits_mlp, (1, 8, 8), 100, 10),
+    "rbcsf_fmnist_cnn": (rbcsf_fmnist_cnn, (1, 28, 28), 100, 50),
+    "fedcs_cifar_cnn": (fedcs_cifar_cnn, (3, 32, 32), 50, 50),
+}
+#: Dense peak TFLOP/s by device-name fragment: (bf16 tensor, fp32 non-tensor), SXM parts.
+PEAK_TFLOPS = {"H100": (989.0, 67.0), "H200": (989.0, 67.0), "A100": (312.0, 19.5)}
+
+
+@dataclass
+class Row:
+    model: str
+    backend: str
+    clients: int
+    samples_per_client: int
+    batch_size: int
+    seconds: float
+    client_epochs_per_s: float
+    gflops_per_s: float
+    peak_fraction: float | None
+
+
+def flops_per_sample(model: torch.nn.Module, shape: tuple[int, ...], batch: int, device) -> float:
+    """Forward + backward FLOPs of one minibatch, per sample."""
+    x = torch.randn(batch, *shape, device=device)
+    y = torch.randint(0, 10, (batch,), device=device)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        F.cross_entropy(model(x), y).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / batch
+
+
+def trainer_for(backend: str, model, device, chunk: int | None, bf16: bool) -> Trainer:
+    if backend == "sequential":
+        return SequentialTrainer(model, device)
+    vectorize = True if backend == "batched-vmap" else None
+    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=vectorize)
+
+
+def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device, repeats):
+    """Best wall time of one round per backend; repeats interleave the backends, so a
+    change in machine load hits them alike."""
+    x = torch.randn(k * n, *shape, device=device)
+    y = torch.randint(0, 10, (k * n,), device=device)
+    indices = [torch.arange(i * n, (i + 1) * n) for i in range(k)]  # host, as the learner
+    state = {name: v.clone() for name, v in model.state_dict().items()}
+    seeds = list(range(k))
+    best = dict.fromkeys(trainers, float("inf"))
+    for trainer in trainers.values():
+        trainer.train(state, x, y, indices, seeds, sgd)  # warm-up
+    for _ in range(repeats):
+        for name, trainer in trainers.items():
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            trainer.train(state, x, y, indices, seeds, sgd)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def peak(device, bf16: bool) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for fragment, (bf16_peak, fp32_peak) in PEAK_TFLOPS.items():
+        if fragment in name:
+            return bf16_peak if bf16 else fp32_peak
+    return None
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    device = torch.device(args.device)
+    rows = []
+    for name in args.models:
+        build, shape, n, batch = MODELS[name]
+        n = args.samples or n
+        torch.manual_seed(0)
+        model = build(shape, 10).to(device)
+        per_sample = flops_per_sample(model, shape, batch, device)
+        sgd = LocalSGD(lr=0.01, epochs=args.epochs, batch_size=batch)
+        for k in args.clients:
+            trainers = {
+                backend: trainer_for(
+                    backend,
+                    model,
+                    device,
+                    None if backend == "sequential" else args.chunk,
+                    args.bf16,
+                )
+                for backend in args.backends
+            }
+            times = time_backends(trainers, model, shape, k, n, sgd, device, args.repeats)
+            for backend, seconds in times.items():
+                gflops = per_sample * k * n * args.epochs / seconds / 1e9
+                top = peak(device, args.bf16)
+                fraction = None if top is None else gflops / 1e3 / top
+                rows.append(
+                    Row(
+                        name,
+                        backend,
+                        k,
+                        n,
+                        batch,
+                        seconds,
+                        k * args.epochs / seconds,
+                        gflops,
+                        fraction,
+                    )
+                )
+                print(json.dumps(asdict(rows[-1])), flush=True)
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = [
+        "| model | clients | n/client | batch | backend | s/round | client-epochs/s | GFLOP/s |"
+        " % of peak |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        fraction = "-" if r.peak_fraction is None else f"{100 * r.peak_fraction:.1f}"
+        lines.append(
+            f"| {r.model} | {r.clients} | {r.samples_per_client} | {r.batch_size} | {r.backend}"
+            f" | {r.seconds:.3f} | {r.client_epochs_per_s:.1f} | {r.gflops_per_s:.2f} |"
+            f" {fraction} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--clients", nargs="+", type=int, default=[10, 50, 100])
+    parser.add_argument("--backends", nargs="+", default=["sequential", "batched", "batched-vmap"])
+    parser.add_argument("--samples", type=int, default=None, help="samples per client")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--chunk", type=int, default=None, help="max_parallel_clients")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (cuda)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    hardware = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    )
+    print(f"# torch {torch.__version__}, {hardware}", flush=True)
+    print(markdown(run(args)))
+
+
+if __name__ == "__main__":
+    main()
