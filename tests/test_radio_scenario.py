@@ -194,3 +194,55 @@ def test_mab_cs_paper_runs_timing_only_through_the_cli(tmp_path: Path):
     rate = clients.set_index("client").rate_ul_bps
     # An upload alone in the cell lasts M / θ_k (eq. (11)); shared ones last longer.
     assert (uploads.duration_s >= 146.4e6 / rate[uploads.client].to_numpy() - 1e-6).all()
+
+
+def _busy_cell(tmp_path: Path, name: str, **fl: Any) -> Path:
+    data = _base(
+        traffic={
+            "sources": [
+                {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.5},
+                {
+                    "kind": "ftp1",
+                    "direction": "downlink",
+                    "arrival_rate_hz": 1.0,
+                    "file_size_bits": {"dist": "exponential", "mean": 4e6},
+                },
+                {"kind": "full_buffer", "direction": "downlink", "users": 1},
+            ]
+        },
+    )
+    data["radio"].update({"fast_fading": "rayleigh_block", "fluctuation_eta": 1.9})
+    data["fl"].update({"rounds": 4, **fl})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(json.dumps(data))  # JSON is YAML
+    return path
+
+
+def test_lte_runs_with_background_traffic_are_reproducible(tmp_path: Path):
+    path = _busy_cell(tmp_path, "busy")
+    for run in ("a", "b"):
+        assert main(["simulate", str(path), "--out", str(tmp_path / run), "--quiet"]) == 0
+    for name in ("timeline.parquet", "rounds.parquet", "clients.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    timeline = pd.read_parquet(tmp_path / "a" / "timeline.parquet")
+    kinds = set(timeline.kind)
+    assert {"background_flow_start", "background_flow_end", "upload_end"} <= kinds
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    # The full-buffer user keeps the downlink busy the whole run.
+    assert summary["rb_utilisation_dl"] == pytest.approx(1.0)
+    assert 0 < summary["rb_utilisation_ul_fl"] <= summary["rb_utilisation_ul"] <= 1
+
+
+def test_deadline_interrupts_lte_transfers_cleanly(tmp_path: Path):
+    path = _busy_cell(tmp_path, "tight", deadline_s=0.05, model_size_bits=1e8)
+    assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    timeline = pd.read_parquet(tmp_path / "run" / "timeline.parquet")
+    assert (timeline.kind == "deadline_miss").sum() == 4 * 2
+    assert (timeline.kind == "upload_end").sum() == 0
+
+
+def test_list_shows_the_channel_models(capsys):
+    assert main(["list", "channel-models"]) == 0
+    out = capsys.readouterr().out
+    for name in ("umi_nlos", "umi_los", "umi", "uma_nlos", "shannon_with_loss", "lte_cqi"):
+        assert f"  {name} " in out

@@ -175,7 +175,7 @@ caps_strategy = st.lists(st.floats(0.1, 60.0), min_size=1, max_size=30)
 @given(caps=caps_strategy, n_rb=st.floats(1.0, 100.0))
 def test_equal_allocation_is_max_min_fair_and_conserves_rbs(caps, n_rb):
     caps_arr = np.array(caps)
-    rbs = allocate_equal(caps_arr, n_rb)
+    rbs = np.array(allocate_equal(caps, n_rb))
     assert np.all(rbs <= caps_arr + 1e-9) and np.all(rbs >= 0)
     assert rbs.sum() == pytest.approx(min(n_rb, caps_arr.sum()), rel=1e-9)
     # Every flow below its cap holds the largest share (nobody could give it more).
@@ -187,7 +187,7 @@ def test_equal_allocation_is_max_min_fair_and_conserves_rbs(caps, n_rb):
 @given(caps=caps_strategy, n_rb=st.floats(1.0, 100.0))
 def test_fifo_allocation_serves_in_order(caps, n_rb):
     caps_arr = np.array(caps)
-    rbs = allocate_fifo(caps_arr, n_rb)
+    rbs = np.array(allocate_fifo(caps, n_rb))
     assert rbs.sum() == pytest.approx(min(n_rb, caps_arr.sum()), rel=1e-9)
     # A flow gets RBs only if every earlier flow is at its cap.
     short = np.flatnonzero(rbs < caps_arr - 1e-9)

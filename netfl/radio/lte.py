@@ -172,12 +172,17 @@ class LteNetwork:
         return Flow(bits, rate, cap, client=client, diversity=diversity)
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
+        flow = self._flow("ul", client, bits)
         try:
-            flow = yield from _leg(self.uplink, self._flow("ul", client, bits))
+            yield self.uplink.open(flow)
+        except simpy.Interrupt:
+            self.uplink.close(flow)
+            return None
+        try:
             for link in self.backhaul:
                 yield from link.carry(bits)
         except simpy.Interrupt:
-            return None  # the leg in progress released its share
+            return None  # the link in progress released its share
         return Transfer(client, bits, flow.start_s, self.env.now)
 
     def _download(
@@ -190,12 +195,16 @@ class LteNetwork:
             for link in reversed(self.backhaul):
                 first = yield from link.carry(bits)
                 start = first if math.isnan(start) else start
-            flows = [self._flow("dl", c, bits) for c in clients]
-            # Multicast: one transmission at the worst client's rate reaches everyone.
-            worst = min(flows, key=lambda f: f.rate_per_rb_bps)
-            worst.diversity = None if multicast and len(flows) > 1 else worst.diversity
-            flow = yield from _leg(self.downlink, worst)
         except simpy.Interrupt:
+            return None  # the link in progress released its share
+        flows = [self._flow("dl", c, bits) for c in clients]
+        # Multicast: one transmission at the worst client's rate reaches everyone.
+        flow = min(flows, key=lambda f: f.rate_per_rb_bps)
+        flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
+        try:
+            yield self.downlink.open(flow)
+        except simpy.Interrupt:
+            self.downlink.close(flow)
             return None
         start = flow.start_s if math.isnan(start) else start
         transfers = {c: Transfer(c, bits, start, self.env.now) for c in clients}

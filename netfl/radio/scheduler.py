@@ -25,49 +25,59 @@ its RBs at once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 import simpy
 
 Policy = Literal["fifo", "equal", "proportional_fair"]
 POLICIES: tuple[Policy, ...] = ("fifo", "equal", "proportional_fair")
 
 
-def allocate_fifo(caps: np.ndarray, n_rb: float) -> np.ndarray:
+def allocate_fifo(caps: Sequence[float], n_rb: float) -> list[float]:
     """RBs per flow, flows in arrival order: each takes up to its cap of what is left."""
-    caps = np.asarray(caps, dtype=float)
-    before = np.cumsum(caps) - caps
-    return np.clip(n_rb - before, 0.0, caps)
+    out = []
+    left = n_rb
+    for cap in caps:
+        take = cap if cap < left else max(left, 0.0)
+        out.append(take)
+        left -= take
+    return out
 
 
-def allocate_equal(caps: np.ndarray, n_rb: float) -> np.ndarray:
+def allocate_equal(caps: Sequence[float], n_rb: float) -> list[float]:
     """Max-min fair (water-filling) RB shares: ``min(cap_i, L)`` with ``sum = n_rb``.
 
-    If the caps add up to no more than ``n_rb`` every flow gets its cap.
+    If the caps add up to no more than ``n_rb`` every flow gets its cap. Pure Python: the
+    number of active flows is small and this runs on every arrival and departure.
     """
-    caps = np.asarray(caps, dtype=float)
-    n = caps.size
-    if n == 0 or caps.sum() <= n_rb:
-        return caps.copy()
-    order = np.sort(caps)
-    capped_before = np.concatenate(([0.0], np.cumsum(order)[:-1]))
-    # Level if the k smallest flows are held at their caps and the rest share equally.
-    level = (n_rb - capped_before) / (n - np.arange(n))
-    k = int(np.argmax(order >= level))
-    return np.minimum(caps, level[k])
+    caps = list(caps)
+    if sum(caps) <= n_rb:
+        return caps
+    equal_share = n_rb / len(caps)
+    if min(caps) >= equal_share:  # the usual case: nobody's cap binds
+        return [equal_share] * len(caps)
+    # Raise the level through the sorted caps: the k smallest flows are held at their
+    # caps and the others share what is left equally.
+    left, n = float(n_rb), len(caps)
+    level = left / n
+    for k, cap in enumerate(sorted(caps)):
+        level = left / (n - k)
+        if cap >= level:
+            break
+        left -= cap
+    return [cap if cap < level else level for cap in caps]
 
 
-ALLOCATORS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+ALLOCATORS: dict[str, Callable[[Sequence[float], float], list[float]]] = {
     "fifo": allocate_fifo,
     "equal": allocate_equal,
     "proportional_fair": allocate_equal,
 }
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Flow:
     """One transfer on one scheduler.
 
@@ -122,6 +132,9 @@ class FluidScheduler:
         self.active: list[Flow] = []
         self._last_s = env.now
         self._timer_token = 0
+        self._timer_at = math.inf
+        # Totals over the active flows, kept by _reallocate for _advance.
+        self._used_rb = self._used_rb_fl = self._rate_bps = self._rate_fl_bps = 0.0
         #: Integrals over time since creation: RB-seconds used (all flows, FL flows,
         #: reserved) and bits delivered.
         self.rb_seconds = 0.0
@@ -181,16 +194,14 @@ class FluidScheduler:
             return
         self._last_s = now
         self.rb_seconds_reserved += self.reserved_rb * dt
-        self.rb_seconds += self.reserved_rb * dt
+        self.rb_seconds += (self.reserved_rb + self._used_rb) * dt
+        self.rb_seconds_fl += self._used_rb_fl * dt
+        self.bits_delivered += self._rate_bps * dt
+        self.bits_delivered_fl += self._rate_fl_bps * dt
+        # The timer never lets a flow overshoot by more than rounding; completion settles
+        # the remainder exactly (see _on_timer).
         for flow in self.active:
-            if flow.rate_bps > 0:
-                sent = min(flow.rate_bps * dt, flow.remaining_bits)
-                flow.remaining_bits -= sent
-                self.rb_seconds += flow.rbs * dt
-                self.bits_delivered += sent
-                if flow.fl:
-                    self.rb_seconds_fl += flow.rbs * dt
-                    self.bits_delivered_fl += sent
+            flow.remaining_bits -= flow.rate_bps * dt
 
     def _update(self) -> None:
         self._reallocate()
@@ -198,47 +209,75 @@ class FluidScheduler:
 
     def _reallocate(self) -> None:
         flows = self.active
+        self._used_rb = self._used_rb_fl = self._rate_bps = self._rate_fl_bps = 0.0
         if not flows:
             return
-        caps = np.fromiter((f.rb_cap for f in flows), float, len(flows))
-        rbs = self._allocate(caps, self.n_rb - self.reserved_rb)
+        available = self.n_rb - self.reserved_rb
+        if len(flows) == 1:
+            rbs = [min(flows[0].rb_cap, available)]
+        else:
+            rbs = self._allocate([f.rb_cap for f in flows], available)
         competing = 1
         if self.policy == "proportional_fair":
             # Flows that compete for each RB: how many times over the caps cover the band.
-            available = max(self.n_rb - self.reserved_rb, 1e-12)
-            competing = max(1, min(len(flows), round(float(caps.sum()) / available)))
+            demand = sum(f.rb_cap for f in flows)
+            competing = max(1, min(len(flows), round(demand / max(available, 1e-12))))
         now = self.env.now
-        for flow, n in zip(flows, rbs.tolist(), strict=True):
-            gain = flow.diversity(competing) if flow.diversity is not None else 1.0
+        for flow, n in zip(flows, rbs, strict=True):
+            rate = n * flow.rate_per_rb_bps
+            if flow.diversity is not None:
+                rate *= flow.diversity(competing)
             flow.rbs = n
-            flow.rate_bps = n * flow.rate_per_rb_bps * gain
-            if flow.rate_bps > 0 and math.isnan(flow.start_s):
+            flow.rate_bps = rate
+            self._used_rb += n
+            self._rate_bps += rate
+            if flow.fl:
+                self._used_rb_fl += n
+                self._rate_fl_bps += rate
+            if rate > 0 and flow.start_s != flow.start_s:  # NaN: first bits flow now
                 flow.start_s = now
 
+    def _tolerance_s(self) -> float:
+        """Flows due within this time of now finish now (far above float rounding)."""
+        return 1e-9 + 1e-12 * abs(self.env.now)
+
     def _schedule_next(self) -> None:
-        self._timer_token += 1
-        best, best_dt = None, math.inf
+        """Make sure a timer fires at the next completion.
+
+        A pending timer that fires no later than that is kept (it wakes, finds nothing due
+        and sets the next one), so a burst of arrivals, which only delays completions,
+        costs one timer instead of one each.
+        """
+        best_dt = math.inf
         for flow in self.active:
             if flow.rate_bps > 0:
                 dt = flow.remaining_bits / flow.rate_bps
                 if dt < best_dt:
-                    best, best_dt = flow, dt
-        if best is None or not math.isfinite(best_dt):
+                    best_dt = dt
+        if not math.isfinite(best_dt):
+            self._timer_token += 1  # nothing to finish: forget any pending timer
+            self._timer_at = math.inf
             return
+        best_dt = max(best_dt, 0.0)  # a flow due at this very instant
+        due = self.env.now + best_dt
+        if self._timer_at <= due:
+            return
+        self._timer_token += 1
+        self._timer_at = due
         token = self._timer_token
         timer = self.env.timeout(best_dt)
-        timer.callbacks.append(lambda _event: self._on_timer(token, best))
+        timer.callbacks.append(lambda _event: self._on_timer(token))
 
-    def _on_timer(self, token: int, target: Flow) -> None:
+    def _on_timer(self, token: int) -> None:
         if token != self._timer_token:
-            return  # superseded by a later arrival or departure
+            return  # superseded by an earlier completion
+        self._timer_at = math.inf
         self._advance()
-        now = self.env.now
-        finished = []
-        for flow in self.active:
-            # The target is due now; others finishing within a nanosecond go with it.
-            if flow is target or flow.remaining_bits <= flow.rate_bps * 1e-9:
-                finished.append(flow)
+        now, tolerance = self.env.now, self._tolerance_s()
+        finished = [f for f in self.active if f.remaining_bits <= f.rate_bps * tolerance]
+        if not finished:
+            self._schedule_next()  # woke early: arrivals pushed the completion back
+            return
         for flow in finished:
             self.bits_delivered += flow.remaining_bits
             if flow.fl:
