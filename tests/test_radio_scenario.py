@@ -246,3 +246,14 @@ def test_list_shows_the_channel_models(capsys):
     out = capsys.readouterr().out
     for name in ("umi_nlos", "umi_los", "umi", "uma_nlos", "shannon_with_loss", "lte_cqi"):
         assert f"  {name} " in out
+
+
+def test_devices_without_coverage_need_a_deadline():
+    overrides = ["cell.radius_m=2000", "radio.rate_mapping={kind: lte_cqi}"]
+    scenario = scenario_from_data(_base(), overrides=overrides)
+    with pytest.raises(ScenarioError, match="no coverage") as info:
+        build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
+    assert info.value.problems[0].key == "radio.rate_mapping"
+    scenario = scenario_from_data(_base(), overrides=[*overrides, "fl.deadline_s=10"])
+    with pytest.warns(RadioWarning, match="no coverage"):
+        build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)

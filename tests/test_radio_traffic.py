@@ -121,3 +121,14 @@ def test_user_pool_draws_in_batches_from_its_own_stream():
     assert calls[:2] == [4, 4]
     assert first[:4] == pytest.approx(np.random.default_rng(3).uniform(size=4).tolist())
     assert b.next()[0] == pytest.approx(first[0])
+
+
+def test_user_pool_skips_users_without_coverage():
+    def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[Any]]:
+        return np.array([0.0, 5.0, 0.0, 7.0]), ["a", "b", "c", "d"]
+
+    pool = UserPool(draw, np.random.default_rng(0), batch=4)
+    assert [pool.next() for _ in range(3)] == [(5.0, "b"), (7.0, "d"), (5.0, "b")]
+    dead = UserPool(lambda rng, n: (np.zeros(n), [None] * n), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="coverage"):
+        dead.next()

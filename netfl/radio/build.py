@@ -10,6 +10,7 @@ skeleton's ``radio.drop`` and ``radio.rates``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import ScenarioError
 from netfl.radio import cell
+from netfl.radio.checks import RadioWarning
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
 from netfl.radio.network import FixedRateNetwork, Network
@@ -189,6 +191,21 @@ def _traffic(
     return sources
 
 
+def _coverage(scenario: Scenario, channels: Channels) -> None:
+    """Devices with a zero rate (below the lowest CQI) could never finish a transfer."""
+    dead = (channels.rate_per_rb_ul_bps <= 0) | (channels.rate_per_rb_dl_bps <= 0)
+    if not dead.any():
+        return
+    message = (
+        f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
+        " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
+        " cell.radius_m, raise the transmit power, or use another rate mapping"
+    )
+    if scenario.fl.deadline_s is None and scenario.fl.time_budget_s is None:
+        raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
+    warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
+
+
 def _backhaul(env: simpy.Environment, radio: CellRadio, aggregator: str) -> list[BackhaulLink]:
     links = cell.backhaul_path(radio.topology, aggregator)
     return [
@@ -218,6 +235,7 @@ def _lte(
         radio.rate_per_rb(sinr["uplink"]),
         radio.rate_per_rb(sinr["downlink"]),
     )
+    _coverage(scenario, channels)
     links = {"uplink": config.uplink, "downlink": config.downlink}
     schedulers = {d: FluidScheduler(env, links[d].rb_count, links[d].scheduler) for d in links}
     network = LteNetwork(

@@ -21,8 +21,9 @@ SERVING_CELL = ("cell", 0, 0)
 def hexagon_boundary_distance(angle_rad: np.ndarray, radius_m: float) -> np.ndarray:
     """Distance from the centre to the hexagon's edge along each direction."""
     inradius = radius_m * SQRT3 / 2
-    # Edge normals of a pointy-top hexagon lie at 0, 60, ..., 300 degrees.
-    offset = np.mod(angle_rad, np.pi / 3) - np.pi / 6
+    # Edge normals of a pointy-top hexagon lie at 0, 60, ..., 300 degrees: the offset is
+    # the angle from the nearest normal, in [-30, 30) degrees.
+    offset = np.mod(angle_rad + np.pi / 6, np.pi / 3) - np.pi / 6
     return inradius / np.cos(offset)
 
 

@@ -38,10 +38,14 @@ class UserPool:
         self._diversity: list[Callable[[int], float] | None] = []
 
     def next(self) -> tuple[float, Callable[[int], float] | None]:
-        if not self._rates:
+        """The next user with coverage (users whose rate is 0 are skipped: never served)."""
+        while not self._rates:
             rates, diversity = self._draw(self._rng, self._batch)
-            self._rates = rates.tolist()[::-1]
-            self._diversity = list(diversity)[::-1]
+            covered = [i for i, rate in enumerate(rates.tolist()) if rate > 0]
+            if not covered:
+                raise ValueError(f"none of {self._batch} background users has coverage")
+            self._rates = [float(rates[i]) for i in reversed(covered)]
+            self._diversity = [diversity[i] for i in reversed(covered)]
         return self._rates.pop(), self._diversity.pop()
 
 
