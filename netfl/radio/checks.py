@@ -58,13 +58,13 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
     found = channel.problems(config.carrier_frequency_hz, c.bs_height_m, c.ue_height_m)
     problems = [Problem(_KEYS[what], message) for what, message in found.items()]
     if config.out_of_range == "refuse":
-        problems += _distance_problems(scenario, channel)
+        problems += _distance_problems(scenario, config.channel_model, channel)
     if not problems:
         problems += _load_problems(scenario)
     return problems
 
 
-def _distance_problems(scenario: Scenario, channel: Any) -> list[Problem]:
+def _distance_problems(scenario: Scenario, name: str, channel: Any) -> list[Problem]:
     low, high = channel.distance_range_m()
     c = scenario.cell
     hint = "; or set radio.out_of_range: clip to clip distances to the valid range"
@@ -74,7 +74,7 @@ def _distance_problems(scenario: Scenario, channel: Any) -> list[Problem]:
             Problem(
                 "cell.radius_m",
                 f"devices up to {c.radius_m:g} m from the BS are beyond"
-                f" {scenario.radio.channel_model}'s validity ({high:g} m){hint}",  # type: ignore[union-attr]
+                f" {name}'s validity ({high:g} m){hint}",
             )
         )
     if c.min_distance_m < low - 1e-9:
@@ -110,6 +110,7 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
     assert isinstance(config, LteRadioConfig)
     load: dict[str, tuple[float, list[str]]] = {"uplink": (0.0, []), "downlink": (0.0, [])}
     radio: CellRadio | None = None
+    # A fixed estimation stream: whether a scenario is overloaded must not depend on its seed.
     rng = np.random.default_rng(12345)
     for index, source in enumerate(scenario.traffic.sources):
         link = config.uplink if source.direction == "uplink" else config.downlink

@@ -130,13 +130,10 @@ class LteNetwork:
 
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction."""
-        horizon = self.env.now
         out: dict[str, float] = {}
         for name, sched in (("ul", self.uplink), ("dl", self.downlink)):
             out[f"rb_utilisation_{name}"] = sched.utilisation()
-            out[f"rb_utilisation_{name}_fl"] = (
-                sched.rb_seconds_fl / (sched.n_rb * horizon) if horizon > 0 else math.nan
-            )
+            out[f"rb_utilisation_{name}_fl"] = sched.utilisation(fl_only=True)
         return out
 
     # -- transfers ----------------------------------------------------------------------

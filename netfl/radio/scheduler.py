@@ -178,11 +178,13 @@ class FluidScheduler:
     def used_rb(self) -> float:
         return self.reserved_rb + sum(f.rbs for f in self.active)
 
-    def utilisation(self, until_s: float | None = None) -> float:
-        """Time-average fraction of the RBs in use (flows and reserved) since time 0."""
+    def utilisation(self, fl_only: bool = False) -> float:
+        """Time-average fraction of the RBs in use since time 0: by every flow and the
+        reserved load, or (``fl_only``) by FL flows alone."""
         self._advance()
-        horizon = self.env.now if until_s is None else until_s
-        return self.rb_seconds / (self.n_rb * horizon) if horizon > 0 else math.nan
+        horizon = self.env.now
+        used = self.rb_seconds_fl if fl_only else self.rb_seconds
+        return used / (self.n_rb * horizon) if horizon > 0 else math.nan
 
     # -- internals ----------------------------------------------------------------------
 
