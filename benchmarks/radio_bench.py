@@ -113,11 +113,19 @@ def network_only_seconds(model: str, repeat: int) -> float:
     return best
 
 
-def fl_run_seconds(model: str, repeat: int) -> list[float]:
+#: The radio settings compared on the FL run: name -> ``radio`` section.
+RADIOS: dict[str, dict[str, Any]] = {
+    "fixed": {"model": "fixed"},
+    "lte": {"model": "lte"},
+    "lte, RB log on": {"model": "lte", "record_rb_allocations": True},
+}
+
+
+def fl_run_seconds(radio: dict[str, Any], repeat: int) -> list[float]:
     data: dict[str, Any] = {
-        "name": f"bench-{model}",
+        "name": "bench",
         "seed": 3,
-        "radio": {"model": model},
+        "radio": radio,
         "devices": {"groups": [{"count": 100, "n_samples": 500}]},
         "fl": {"rounds": 100, "clients_per_round": 10, "model_size_bits": MODEL_BITS},
         "learning": None,
@@ -149,22 +157,20 @@ def main() -> None:
         f"| 1000 | {up['uploads']} | {up['background_files']} | {up['sim_s']:.0f} |"
         f" {up['wall_s']:.2f} | {up['uploads_per_s']:.0f} | {up['flows_per_s']:.0f} |"
     )
-    runs: dict[str, list[float]] = {"fixed": [], "lte": []}
-    for _ in range(args.repeat):  # interleaved, so load changes hit both alike
-        for model, times in runs.items():
-            times += fl_run_seconds(model, 1)
+    runs: dict[str, list[float]] = {name: [] for name in RADIOS}
+    for _ in range(args.repeat):  # interleaved, so load changes hit all alike
+        for name, times in runs.items():
+            times += fl_run_seconds(RADIOS[name], 1)
     print()
-    print("| 100 clients, 100 rounds, learning none | median wall s | min wall s |")
-    print("|---|---|---|")
-    for model, times in runs.items():
-        print(f"| radio.model: {model} | {statistics.median(times):.3f} | {min(times):.3f} |")
-    fixed, lte = (statistics.median(runs[m]) for m in ("fixed", "lte"))
+    print("| 100 clients, 100 rounds, learning none | median wall s | min wall s | overhead |")
+    print("|---|---|---|---|")
+    base = statistics.median(runs["fixed"])
+    for name, times in runs.items():
+        median = statistics.median(times)
+        print(
+            f"| {name} | {median:.3f} | {min(times):.3f} | {100 * (median - base) / base:+.0f}% |"
+        )
     bare = {m: network_only_seconds(m, args.repeat) for m in ("fixed", "lte")}
-    fast_fixed, fast_lte = (min(runs[m]) for m in ("fixed", "lte"))
-    print(
-        f"| radio overhead | {100 * (lte - fixed) / fixed:+.0f}% |"
-        f" {100 * (fast_lte - fast_fixed) / fast_fixed:+.0f}% |"
-    )
     print()
     print("| 4,000 transfers on the network alone | min wall s | per transfer |")
     print("|---|---|---|")

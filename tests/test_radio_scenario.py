@@ -211,7 +211,9 @@ def _busy_cell(tmp_path: Path, name: str, **fl: Any) -> Path:
             ]
         },
     )
-    data["radio"].update({"fast_fading": "rayleigh_block", "fluctuation_eta": 1.9})
+    data["radio"].update(
+        {"fast_fading": "rayleigh_block", "fluctuation_eta": 1.9, "record_rb_allocations": True}
+    )
     data["fl"].update({"rounds": 4, **fl})
     path = tmp_path / f"{name}.yaml"
     path.write_text(json.dumps(data))  # JSON is YAML
@@ -257,3 +259,43 @@ def test_devices_without_coverage_need_a_deadline():
     scenario = scenario_from_data(_base(), overrides=[*overrides, "fl.deadline_s=10"])
     with pytest.warns(RadioWarning, match="no coverage"):
         build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
+
+
+def _rb_in_use(timeline: pd.DataFrame, direction: str) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of RBs held, from rb_allocation rows (latest holding of each flow)."""
+    rows = timeline[(timeline.kind == "rb_allocation") & (timeline.direction == direction)]
+    holding: dict[tuple[int, int], float] = {}
+    times, used = [], []
+    for t, group in rows.groupby("t_s", sort=True):
+        for flow, client, n_rb in zip(group.flow, group.client, group.n_rb, strict=True):
+            holding[(flow, client)] = n_rb
+        times.append(t)
+        used.append(sum(holding.values()))
+    return np.asarray(times), np.asarray(used)
+
+
+def test_rb_allocation_rows_conserve_rbs_and_give_the_utilisation(tmp_path: Path):
+    path = _busy_cell(tmp_path, "rb")
+    assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    timeline = pd.read_parquet(tmp_path / "run" / "timeline.parquet")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    end_s = summary["sim_time_s"]
+    other = timeline[timeline.kind != "rb_allocation"]
+    assert other.n_rb.isna().all() and other.direction.isna().all()
+    for direction in ("ul", "dl"):
+        times, used = _rb_in_use(timeline, direction)
+        total = timeline[timeline.direction == direction].n_rb_total.iloc[0]
+        assert total == 50 and np.all(used <= total + 1e-9) and np.all(used >= -1e-9)
+        widths = np.diff(np.append(np.clip(times, 0, end_s), end_s))
+        average = float(np.sum(widths * used) / (total * end_s))
+        assert average == pytest.approx(summary[f"rb_utilisation_{direction}"], rel=1e-6)
+
+
+def test_rb_allocation_rows_can_be_switched_off(tmp_path: Path):
+    data = json.loads(_busy_cell(tmp_path, "quiet").read_text())
+    data["radio"]["record_rb_allocations"] = False
+    path = tmp_path / "quiet.yaml"
+    path.write_text(json.dumps(data))
+    assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    timeline = pd.read_parquet(tmp_path / "run" / "timeline.parquet")
+    assert "rb_allocation" not in set(timeline.kind) and "n_rb" not in timeline.columns

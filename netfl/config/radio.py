@@ -217,6 +217,14 @@ class LteRadioConfig(StrictModel):
             " θ^η (bit/s) truncated to θ ± σ (null: no fluctuation)."
         ),
     )
+    record_rb_allocations: bool = Field(
+        default=False,
+        description=(
+            "Log every change of a transfer's RBs in the timeline (`rb_allocation` rows with"
+            " `n_rb`, `n_rb_total`, `flow`, `direction`) for RB occupancy analysis; it adds"
+            " rows for every concurrent transfer at each arrival and departure."
+        ),
+    )
     uplink: LinkConfig = Field(default_factory=LinkConfig, description="Uplink (device -> BS).")
     downlink: LinkConfig = Field(
         default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=7.0),

@@ -29,7 +29,7 @@ from netfl.radio.checks import RadioWarning
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
 from netfl.radio.network import FixedRateNetwork, Network
-from netfl.radio.scheduler import FluidScheduler
+from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
 from netfl.registry import channel_models
 from netfl.rng import Streams
@@ -191,6 +191,26 @@ def _traffic(
     return sources
 
 
+def _rb_log(
+    timeline: Timeline, scheduler: FluidScheduler, direction: str
+) -> Callable[[Flow, float], None]:
+    """Timeline rows ``rb_allocation``: from ``t_s`` on, ``flow`` holds ``n_rb`` RBs."""
+    env, total = scheduler.env, scheduler.n_rb
+
+    def record(flow: Flow, n_rb: float) -> None:
+        timeline.record(
+            env.now,
+            "rb_allocation",
+            client=flow.client if flow.fl else -1,
+            n_rb=n_rb,
+            n_rb_total=total,
+            flow=flow.id,
+            direction=direction,
+        )
+
+    return record
+
+
 def _coverage(scenario: Scenario, channels: Channels) -> None:
     """Devices with a zero rate (below the lowest CQI) could never finish a transfer."""
     dead = (channels.rate_per_rb_ul_bps <= 0) | (channels.rate_per_rb_dl_bps <= 0)
@@ -238,6 +258,10 @@ def _lte(
     _coverage(scenario, channels)
     links = {"uplink": config.uplink, "downlink": config.downlink}
     schedulers = {d: FluidScheduler(env, links[d].rb_count, links[d].scheduler) for d in links}
+    if config.record_rb_allocations:
+        for direction, scheduler in schedulers.items():
+            short = {"uplink": "ul", "downlink": "dl"}[direction]
+            scheduler.on_change = _rb_log(timeline, scheduler, short)
     network = LteNetwork(
         env,
         uplink=schedulers["uplink"],

@@ -97,6 +97,7 @@ class Flow:
     start_s: float = math.nan
     end_s: float = math.nan
     done: simpy.Event | None = None
+    id: int = -1
 
     def __post_init__(self) -> None:
         if not self.bits >= 0:
@@ -117,6 +118,9 @@ class FluidScheduler:
         Resource blocks (or capacity units) to share.
     policy
         ``fifo``, ``equal`` or ``proportional_fair``.
+
+    ``on_change(flow, n_rb)``, when set, is called whenever a flow's RB count changes (0 when
+    it leaves); the reserved constant load reports as a flow with ``client`` -1.
     """
 
     def __init__(self, env: simpy.Environment, n_rb: float, policy: Policy = "equal") -> None:
@@ -128,7 +132,10 @@ class FluidScheduler:
         self.n_rb = float(n_rb)
         self.policy = policy
         self._allocate = ALLOCATORS[policy]
+        self.on_change: Callable[[Flow, float], None] | None = None
+        self._next_id = 0
         self.reserved_rb = 0.0
+        self._reserved_flow = Flow(math.inf, 0.0, self.n_rb, fl=False)
         self.active: list[Flow] = []
         self._last_s = env.now
         self._timer_token = 0
@@ -151,11 +158,14 @@ class FluidScheduler:
             raise ValueError(f"fraction must be in [0, 1], got {fraction}")
         self._advance()
         self.reserved_rb = min(self.n_rb, self.reserved_rb + fraction * self.n_rb)
+        if self.on_change is not None:
+            self.on_change(self._reserved_flow, self.reserved_rb)
         self._update()
 
     def open(self, flow: Flow) -> simpy.Event:
         """Start ``flow`` now; returns its ``done`` event (value: the flow)."""
         flow.done = self.env.event()
+        flow.id, self._next_id = self._next_id, self._next_id + 1
         if flow.bits == 0:
             flow.start_s = flow.end_s = self.env.now
             flow.done.succeed(flow)
@@ -171,7 +181,7 @@ class FluidScheduler:
             return
         self._advance()
         self.active.remove(flow)
-        flow.rbs = flow.rate_bps = 0.0
+        self._release(flow)
         self._update()
 
     @property
@@ -225,7 +235,10 @@ class FluidScheduler:
             demand = sum(f.rb_cap for f in flows)
             competing = max(1, min(len(flows), round(demand / max(available, 1e-12))))
         now = self.env.now
+        on_change = self.on_change
         for flow, n in zip(flows, rbs, strict=True):
+            if on_change is not None and n != flow.rbs:
+                on_change(flow, n)
             rate = n * flow.rate_per_rb_bps
             if flow.diversity is not None:
                 rate *= flow.diversity(competing)
@@ -238,6 +251,11 @@ class FluidScheduler:
                 self._rate_fl_bps += rate
             if rate > 0 and flow.start_s != flow.start_s:  # NaN: first bits flow now
                 flow.start_s = now
+
+    def _release(self, flow: Flow) -> None:
+        if self.on_change is not None and flow.rbs > 0:
+            self.on_change(flow, 0.0)
+        flow.rbs = flow.rate_bps = 0.0
 
     def _tolerance_s(self) -> float:
         """Flows due within this time of now finish now (far above float rounding)."""
@@ -286,8 +304,8 @@ class FluidScheduler:
                 self.bits_delivered_fl += flow.remaining_bits
             flow.remaining_bits = 0.0
             flow.end_s = now
-            flow.rbs = flow.rate_bps = 0.0
             self.active.remove(flow)
+            self._release(flow)
         self._update()
         for flow in finished:
             assert flow.done is not None
