@@ -89,8 +89,15 @@ def _summary(
         "rate_ul_mean_bps": float(np.mean(rate_ul)),
         "rate_ul_max_bps": float(np.max(rate_ul)),
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
+        **_radio_summary(world),
         "device": str(getattr(world.learner, "device", "none")),
     }
+
+
+def _radio_summary(world: World) -> dict[str, float]:
+    """Optional radio figures (RB utilisation) from networks that offer ``summary()``."""
+    summary = getattr(world.network, "summary", None)
+    return summary() if callable(summary) else {}
 
 
 def _sorted_by_time(table: pa.Table) -> pa.Table:
@@ -154,8 +161,8 @@ def simulate(
     status, error = "failed", None
     wall_start = time.perf_counter()
     try:
-        world.env.process(world.server.run())
-        world.env.run()
+        # Run until the server is done: background traffic never runs out of events.
+        world.env.run(until=world.env.process(world.server.run()))
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"

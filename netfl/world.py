@@ -19,8 +19,8 @@ from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
 from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner, NullLearner
-from netfl.radio import cell
-from netfl.radio.network import FixedRateNetwork
+from netfl.radio.build import build_radio
+from netfl.radio.network import Network
 from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
@@ -36,27 +36,11 @@ class World:
     env: simpy.Environment
     timeline: Timeline
     population: Population
-    network: FixedRateNetwork
+    network: Network
     learner: Learner
     strategy: Strategy
     server: Server
     client_columns: dict[str, Any]
-
-
-def _positions(scenario: Scenario, rng: np.random.Generator, n: int) -> tuple[Any, Any]:
-    drop = {"uniform_area": cell.drop_uniform_area, "uniform_radius": cell.drop_uniform_radius}
-    return drop[scenario.cell.drop](n, scenario.cell.radius_m, scenario.cell.min_distance_m, rng)
-
-
-def _network(scenario: Scenario, rng: np.random.Generator, n: int) -> FixedRateNetwork:
-    ul = scenario.radio.rate_ul_bps.sample(rng, n)
-    dl = scenario.radio.rate_dl_bps.sample(rng, n)
-    for key, rates in (("radio.rate_ul_bps", ul), ("radio.rate_dl_bps", dl)):
-        if np.any(rates <= 0):
-            from netfl.errors import ScenarioError
-
-            raise ScenarioError.single(key, "drew a non-positive rate; use a positive support")
-    return FixedRateNetwork(ul, dl)
 
 
 def _learner(scenario: Scenario, population: Population, streams: Streams) -> tuple[Learner, float]:
@@ -85,8 +69,8 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     timeline = Timeline()
     population = build_population(scenario.devices, streams.get("devices.population"))
     n = population.n_clients
-    x_m, y_m = _positions(scenario, streams.get("radio.drop"), n)
-    network = _network(scenario, streams.get("radio.rates"), n)
+    radio = build_radio(scenario, env, streams, timeline, n)
+    network = radio.network
     devices = FixedComputeDevices(population.compute_sps)
     learner, model_size_bits = _learner(scenario, population, streams)
 
@@ -117,11 +101,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     client_columns: dict[str, Any] = {
         "client": np.arange(n),
         "group": population.group.astype(str),
-        "x_m": x_m,
-        "y_m": y_m,
-        "distance_m": np.hypot(x_m, y_m),
-        "rate_ul_bps": network.rate_ul_bps,
-        "rate_dl_bps": network.rate_dl_bps,
+        **radio.columns,
         "n_samples": learner.n_samples,
         "compute_sps": population.compute_sps,
         **learner.client_columns(),

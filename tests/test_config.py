@@ -119,7 +119,7 @@ def test_wrong_unit_dimension_is_refused(write_scenario, tiny):
 
 def test_yaml_11_exponent_without_dot_is_a_number(write_scenario, tiny):
     text = (
-        "radio:\n  rate_ul_bps: 2e6\n  rate_dl_bps: 1e7\n"
+        "radio:\n  model: fixed\n  rate_ul_bps: 2e6\n  rate_dl_bps: 1e7\n"
         "devices:\n  groups:\n    - {count: 4, n_samples: 50}\n"
         "fl: {rounds: 1, clients_per_round: 2}\n"
     )

@@ -1,12 +1,52 @@
-"""Scenario section `cell`: geometry of the hexagonal LTE cell."""
+"""Scenario section `cell`: geometry of the hexagonal LTE cell and its backhaul."""
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from netfl.config.base import Meters, PositiveMeters, StrictModel
+from netfl.config.base import (
+    BitsPerSecond,
+    Meters,
+    NonNegativeInt,
+    PositiveMeters,
+    Seconds,
+    StrictModel,
+)
+
+SQRT3 = math.sqrt(3.0)
+
+
+class BackhaulConfig(StrictModel):
+    """Links from the base station to the aggregator: BS -> edge server -> cloud.
+
+    A model on its way between the BS and the aggregator crosses each link on the path:
+    it waits the link's latency and shares its capacity with the other models crossing it
+    (store-and-forward at each node).
+    """
+
+    aggregator: Literal["edge", "cloud"] = Field(
+        default="edge",
+        description=(
+            "Where the FL server aggregates: at the edge server next to the BS (MEC) or in"
+            " the cloud behind it."
+        ),
+    )
+    bs_edge_latency_s: Seconds = Field(
+        default=0.0, description="One-way latency of the BS -> edge link, seconds."
+    )
+    bs_edge_capacity_bps: BitsPerSecond | None = Field(
+        default=None, description="Capacity of the BS -> edge link, bit/s (null: unlimited)."
+    )
+    edge_cloud_latency_s: Seconds = Field(
+        default=0.02, description="One-way latency of the edge -> cloud link, seconds."
+    )
+    edge_cloud_capacity_bps: BitsPerSecond | None = Field(
+        default=1.0e9,
+        description="Capacity of the edge -> cloud link, bit/s (null: unlimited).",
+    )
 
 
 class CellConfig(StrictModel):
@@ -15,6 +55,12 @@ class CellConfig(StrictModel):
     radius_m: PositiveMeters = Field(
         default=500.0, description="Hexagon circumradius (centre to corner), metres."
     )
+    inter_site_distance_m: PositiveMeters | None = Field(
+        default=None,
+        description=(
+            "Inter-site distance, metres; sets radius_m = ISD / sqrt(3) (give one of the two)."
+        ),
+    )
     min_distance_m: Meters = Field(
         default=10.0, description="Minimum base-station-to-device distance, metres."
     )
@@ -22,15 +68,57 @@ class CellConfig(StrictModel):
         default="uniform_area",
         description=(
             "How devices are placed: uniformly over the hexagon's area, or with the distance"
-            " drawn uniformly in [min_distance_m, radius_m] (users crowd the centre)."
+            " drawn uniformly in [min_distance_m, edge] (users crowd the centre; the"
+            " MAB-CS paper's throughput statistics need it, see docs/radio.md)."
         ),
     )
+    bs_height_m: PositiveMeters = Field(
+        default=10.0, description="Base-station antenna height, metres (M.2135 UMi: 10 m)."
+    )
+    ue_height_m: PositiveMeters = Field(
+        default=1.5, description="Device antenna height, metres (M.2135: 1.5 m)."
+    )
+    interfering_rings: NonNegativeInt = Field(
+        default=0,
+        le=3,
+        description=(
+            "Rings of co-channel cells around the serving cell whose base stations"
+            " interfere with the downlink (0: isolated cell; 1: the 7-cell layout)."
+        ),
+    )
+    backhaul: BackhaulConfig = Field(
+        default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _radius_from_isd(cls, data: Any) -> Any:
+        isd = data.get("inter_site_distance_m") if isinstance(data, dict) else None
+        if isd is not None and data.get("radius_m") is None:
+            data = {**data, "radius_m": _number(isd) / SQRT3}
+        return data
 
     @model_validator(mode="after")
     def _inside(self) -> CellConfig:
+        isd = self.inter_site_distance_m
+        if isd is not None and not math.isclose(isd / SQRT3, self.radius_m, rel_tol=1e-9):
+            raise ValueError(
+                f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
+                f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
+            )
         if self.min_distance_m >= self.radius_m * 0.866:
             raise ValueError(
                 f"min_distance_m ({self.min_distance_m:g}) must be below the hexagon's"
                 f" inradius ({self.radius_m * 0.866:g} m)"
             )
         return self
+
+
+def _number(value: Any) -> Any:
+    """ISD may be a unit string ("1 km"); convert it the way the field will."""
+    if isinstance(value, str):
+        from netfl.config.base import _to_si
+
+        validator = _to_si("length")
+        return float(validator.func(value))
+    return value

@@ -13,7 +13,7 @@ from netfl.config.devices import DevicesConfig
 from netfl.config.fl import FLConfig
 from netfl.config.learning import LearningConfig, learning_problems
 from netfl.config.output import OutputConfig
-from netfl.config.radio import RadioConfig
+from netfl.config.radio import RadioConfig, default_radio
 from netfl.config.selection import SelectionConfig
 from netfl.config.traffic import TrafficConfig
 from netfl.errors import Problem
@@ -34,7 +34,7 @@ class Scenario(StrictModel):
         description="The one seed: every component draws from its own stream derived from it.",
     )
     cell: CellConfig = Field(default_factory=CellConfig, description="The cell's geometry.")
-    radio: RadioConfig = Field(default_factory=RadioConfig, description="The radio links.")
+    radio: RadioConfig = Field(default_factory=default_radio, description="The radio links.")
     devices: DevicesConfig = Field(
         default_factory=DevicesConfig, description="The device population."
     )
@@ -104,4 +104,7 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                     )
                 )
     problems += learning_problems(scenario)
+    from netfl.radio.checks import radio_problems
+
+    problems += radio_problems(scenario)
     return problems

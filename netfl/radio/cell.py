@@ -1,21 +1,29 @@
-"""Hexagonal cell geometry: base station at the origin, device drops.
+"""Hexagonal cell geometry, device drops, and the network topology as a graph.
 
 The hexagon is "pointy-top": corners at angles 30 deg + k 60 deg, circumradius R, so its
-inradius (centre to edge) is R sqrt(3)/2.
+inradius (centre to edge) is R sqrt(3)/2 and the inter-site distance of a hexagonal grid
+is sqrt(3) R. The serving base station sits at the origin.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections.abc import Mapping
+
+import networkx as nx
 import numpy as np
 
 SQRT3 = float(np.sqrt(3.0))
+SERVING_CELL = ("cell", 0, 0)
 
 
 def hexagon_boundary_distance(angle_rad: np.ndarray, radius_m: float) -> np.ndarray:
     """Distance from the centre to the hexagon's edge along each direction."""
     inradius = radius_m * SQRT3 / 2
-    # Edge normals of a pointy-top hexagon lie at 0, 60, ..., 300 degrees.
-    offset = np.mod(angle_rad, np.pi / 3) - np.pi / 6
+    # Edge normals of a pointy-top hexagon lie at 0, 60, ..., 300 degrees: the offset is
+    # the angle from the nearest normal, in [-30, 30) degrees.
+    offset = np.mod(angle_rad + np.pi / 6, np.pi / 3) - np.pi / 6
     return inradius / np.cos(offset)
 
 
@@ -53,3 +61,86 @@ def drop_uniform_radius(
     edge = hexagon_boundary_distance(angle, radius_m)
     distance = min_distance_m + rng.uniform(0, 1, n) * (edge - min_distance_m)
     return distance * np.cos(angle), distance * np.sin(angle)
+
+
+# -- the hexagonal grid and the network topology ------------------------------------------
+
+
+def hex_grid_sites(rings: int, radius_m: float) -> list[tuple[int, int, float, float]]:
+    """Cells within ``rings`` of the serving cell: ``(q, r, x_m, y_m)``, serving cell first.
+
+    Axial coordinates of pointy-top hexagons: neighbours sit at the inter-site distance
+    ISD = sqrt(3) R, along the edge normals (0, 60, ..., 300 degrees). 1 ring = 7 cells,
+    2 rings = 19.
+    """
+    isd = SQRT3 * radius_m
+    sites = []
+    for q in range(-rings, rings + 1):
+        for r in range(max(-rings, -q - rings), min(rings, -q + rings) + 1):
+            sites.append((q, r, isd * (q + r / 2), isd * r * SQRT3 / 2))
+    sites.sort(key=lambda s: (abs(s[0]) + abs(s[1]) + abs(s[0] + s[1]), s[0], s[1]))
+    return sites
+
+
+def build_topology(
+    rings: int,
+    radius_m: float,
+    backhaul: Mapping[str, float | None],
+) -> nx.Graph:
+    """The network as a graph: cells with their neighbours, and BS -> edge -> cloud links.
+
+    Nodes ``("cell", q, r)`` carry ``x_m``/``y_m`` (the serving cell is ``("cell", 0, 0)``)
+    and are joined to their neighbours by edges of ``kind="neighbour"`` (inter-cell
+    interference). Every cell's BS is joined to ``"edge"`` and the edge to ``"cloud"`` by
+    ``kind="backhaul"`` edges with ``latency_s`` and ``capacity_bps`` (inf: unlimited),
+    from ``backhaul`` keys ``bs_edge_latency_s``, ``bs_edge_capacity_bps``,
+    ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``.
+    """
+    graph = nx.Graph()
+    sites = hex_grid_sites(rings, radius_m)
+    coords = {(q, r) for q, r, _, _ in sites}
+    for q, r, x, y in sites:
+        graph.add_node(("cell", q, r), kind="cell", x_m=x, y_m=y)
+    for q, r, _, _ in sites:
+        for dq, dr in ((1, 0), (0, 1), (-1, 1)):
+            if (q + dq, r + dr) in coords:
+                graph.add_edge(("cell", q, r), ("cell", q + dq, r + dr), kind="neighbour")
+
+    def capacity(key: str) -> float:
+        value = backhaul.get(key)
+        return math.inf if value is None else float(value)
+
+    graph.add_node("edge", kind="edge")
+    graph.add_node("cloud", kind="cloud")
+    for q, r, _, _ in sites:
+        graph.add_edge(
+            ("cell", q, r),
+            "edge",
+            kind="backhaul",
+            latency_s=float(backhaul.get("bs_edge_latency_s") or 0.0),
+            capacity_bps=capacity("bs_edge_capacity_bps"),
+        )
+    graph.add_edge(
+        "edge",
+        "cloud",
+        kind="backhaul",
+        latency_s=float(backhaul.get("edge_cloud_latency_s") or 0.0),
+        capacity_bps=capacity("edge_cloud_capacity_bps"),
+    )
+    return graph
+
+
+def interferer_sites(graph: nx.Graph) -> np.ndarray:
+    """``(m, 2)`` positions of every base station but the serving one's."""
+    sites = [
+        (data["x_m"], data["y_m"])
+        for node, data in graph.nodes(data=True)
+        if data.get("kind") == "cell" and node != SERVING_CELL
+    ]
+    return np.asarray(sites, dtype=float).reshape(-1, 2)
+
+
+def backhaul_path(graph: nx.Graph, aggregator: str) -> list[dict[str, float]]:
+    """The backhaul links from the serving BS to ``aggregator`` (``edge`` or ``cloud``)."""
+    nodes = nx.shortest_path(graph, SERVING_CELL, aggregator, weight="latency_s")
+    return [graph.edges[a, b] for a, b in itertools.pairwise(nodes)]

@@ -39,6 +39,15 @@ KINDS: dict[str, str] = {
 
 VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
 
+#: Columns only some runs have (RB allocations of the LTE model): appended after the value
+#: columns when any event sets them, null in the other rows.
+OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
+    "n_rb": pa.float64(),
+    "n_rb_total": pa.float64(),
+    "flow": pa.int64(),
+    "direction": pa.string(),
+}
+
 SCHEMA = pa.schema(
     [
         pa.field("t_s", pa.float64()),
@@ -59,22 +68,33 @@ class Timeline:
         self._client: list[int] = []
         self._kind: list[str] = []
         self._values: dict[str, list[float]] = {name: [] for name in VALUE_COLUMNS}
+        self._optional: dict[str, list[object]] = {}
 
     def __len__(self) -> int:
         return len(self._t)
 
     def record(
-        self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float
+        self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float | str
     ) -> None:
-        """Append one event. ``values`` keys must be value columns."""
+        """Append one event. ``values`` keys must be value or optional columns."""
+        row = len(self._t)
         self._t.append(float(t_s))
         self._round.append(int(round))
         self._client.append(int(client))
         self._kind.append(kind)
         for name, column in self._values.items():
             column.append(float(values.pop(name, math.nan)))
-        if values:
-            raise KeyError(f"not timeline columns: {sorted(values)}")
+        for name, value in values.items():
+            if name not in OPTIONAL_COLUMNS:
+                raise KeyError(
+                    f"not timeline columns: {sorted(set(values) - set(OPTIONAL_COLUMNS))}"
+                )
+            if name not in self._optional:
+                self._optional[name] = [None] * row  # backfill the rows before
+            self._optional[name].append(value)
+        for optional in self._optional.values():
+            if len(optional) == row:
+                optional.append(None)
 
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
@@ -90,4 +110,9 @@ class Timeline:
             pa.array(self._kind, pa.string()).dictionary_encode().cast(SCHEMA.field("kind").type),
             *(pa.array(self._values[name], pa.float64()) for name in VALUE_COLUMNS),
         ]
-        return pa.Table.from_arrays(columns, schema=SCHEMA)
+        schema = SCHEMA
+        for name, dtype in OPTIONAL_COLUMNS.items():
+            if name in self._optional:
+                columns.append(pa.array(self._optional[name], dtype))
+                schema = schema.append(pa.field(name, dtype))
+        return pa.Table.from_arrays(columns, schema=schema)

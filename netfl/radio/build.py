@@ -1,0 +1,305 @@
+"""Elaboration of the radio: the scenario's ``cell``, ``radio`` and ``traffic`` sections ->
+a :class:`~netfl.radio.network.Network` plus the radio columns of ``clients.parquet``.
+
+Random streams (each component its own, :mod:`netfl.rng`): ``radio.drop`` (positions),
+``radio.los`` (LOS condition), ``radio.shadowing``, ``radio.fading`` (block fading),
+``radio.fluctuation`` (MAB-CS per-round throughput), ``traffic.<i>.arrivals`` and
+``traffic.<i>.users`` for background source ``i``. The ``fixed`` model keeps the
+skeleton's ``radio.drop`` and ``radio.rates``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from channel_models.itu_m2135 import OutOfValidityError
+from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
+from netfl.config import Scenario
+from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
+from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
+from netfl.errors import ScenarioError
+from netfl.radio import cell
+from netfl.radio.checks import RadioWarning
+from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
+from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
+from netfl.radio.network import FixedRateNetwork, Network
+from netfl.radio.scheduler import Flow, FluidScheduler
+from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
+from netfl.registry import channel_models
+from netfl.rng import Streams
+from netfl.trace.timeline import Timeline
+
+DIRECTIONS = ("uplink", "downlink")
+
+
+@dataclass
+class RadioBuild:
+    """The network, the clients-table columns it fills, and the background sources."""
+
+    network: Network
+    columns: dict[str, Any]
+    traffic: list[Any] = field(default_factory=list)
+
+
+def drop(scenario: Scenario, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Device positions under ``cell.drop``."""
+    how = {"uniform_area": cell.drop_uniform_area, "uniform_radius": cell.drop_uniform_radius}
+    c = scenario.cell
+    return how[c.drop](n, c.radius_m, c.min_distance_m, rng)
+
+
+def rate_mapping(config: LteRadioConfig) -> RateMapping:
+    m = config.rate_mapping
+    if m.kind == "shannon_with_loss":
+        return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
+    if m.kind == "lte_cqi":
+        return LteCqi(m.target_ber)
+    return Shannon()
+
+
+class CellRadio:
+    """The cell's propagation and link budgets: positions -> SINR -> rate per RB."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        config = scenario.radio
+        assert isinstance(config, LteRadioConfig)
+        c = scenario.cell
+        self.config = config
+        self.mapping = rate_mapping(config)
+        self.propagation = Propagation(
+            channel_models().load(config.channel_model),
+            config.carrier_frequency_hz,
+            c.bs_height_m,
+            c.ue_height_m,
+            config.out_of_range,
+            config.shadowing,
+        )
+        self.topology = cell.build_topology(
+            c.interfering_rings, c.radius_m, c.backhaul.model_dump()
+        )
+        self.interferers = cell.interferer_sites(self.topology)
+        up, down = config.uplink, config.downlink
+        self.budgets = {
+            "uplink": Budget(
+                up.tx_power_dbm,
+                up.power_rbs,
+                config.ue_antenna_gain_dbi,
+                config.bs_antenna_gain_dbi,
+                up.noise_figure_db,
+                config.ul_interference_db,
+            ),
+            "downlink": Budget(
+                down.tx_power_dbm,
+                down.power_rbs,
+                config.bs_antenna_gain_dbi,
+                config.ue_antenna_gain_dbi,
+                down.noise_figure_db,
+            ),
+        }
+
+    def sinr_db(self, geometry: Any, direction: str) -> np.ndarray:
+        budget = self.budgets[direction]
+        loss = geometry.pathloss_db + geometry.shadowing_db
+        if direction == "uplink" or len(self.interferers) == 0:
+            return budget.snr_db(loss)
+        interference = self.propagation.interference_dbm(
+            geometry.x_m, geometry.y_m, self.interferers, budget
+        )
+        return sinr_db(budget.received_dbm_per_rb(loss), budget.noise_dbm_per_rb, interference)
+
+    def rate_per_rb(self, sinr_db_values: np.ndarray) -> np.ndarray:
+        return rate_per_rb_bps(self.mapping, sinr_db_values, self.config.fast_fading)
+
+    def user_draw(
+        self, scenario: Scenario, direction: str
+    ) -> Callable[[np.random.Generator, int], tuple[np.ndarray, list[Any]]]:
+        """Channels of fresh background users in ``direction`` (for :class:`UserPool`)."""
+        pf = self.config.fast_fading == "rayleigh" and (
+            self._link(direction).scheduler == "proportional_fair"
+        )
+
+        def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[Any]]:
+            x, y = drop(scenario, rng, n)
+            geometry = self.propagation.draw(x, y, rng, rng)
+            sinr = self.sinr_db(geometry, direction)
+            diversity = [
+                diversity_gain(self.mapping, float(db_to_linear(s))) if pf else None for s in sinr
+            ]
+            return self.rate_per_rb(sinr), diversity
+
+        return draw
+
+    def _link(self, direction: str) -> LinkConfig:
+        return self.config.uplink if direction == "uplink" else self.config.downlink
+
+
+def _fixed(scenario: Scenario, streams: Streams, n: int) -> RadioBuild:
+    config = scenario.radio
+    assert isinstance(config, FixedRadioConfig)
+    x, y = drop(scenario, streams.get("radio.drop"), n)
+    rng = streams.get("radio.rates")
+    ul = config.rate_ul_bps.sample(rng, n)
+    dl = config.rate_dl_bps.sample(rng, n)
+    for key, rates in (("radio.rate_ul_bps", ul), ("radio.rate_dl_bps", dl)):
+        if np.any(rates <= 0):
+            raise ScenarioError.single(key, "drew a non-positive rate; use a positive support")
+    columns = {"x_m": x, "y_m": y, "distance_m": np.hypot(x, y)}
+    return RadioBuild(FixedRateNetwork(ul, dl), columns)
+
+
+def _traffic(
+    scenario: Scenario,
+    radio: CellRadio,
+    schedulers: dict[str, FluidScheduler],
+    streams: Streams,
+    timeline: Timeline,
+) -> list[Any]:
+    env = schedulers["uplink"].env
+    log = FlowLog(timeline if scenario.traffic.record_flows else None)
+    sources: list[Any] = []
+    for index, source in enumerate(scenario.traffic.sources):
+        sched = schedulers[source.direction]
+        if isinstance(source, ConstantLoadSource):
+            constant_load(sched, source.load_fraction)
+            continue
+        pool = UserPool(
+            radio.user_draw(scenario, source.direction), streams.get(f"traffic.{index}.users")
+        )
+        if isinstance(source, FullBufferSource):
+            sources.append(
+                FullBuffer(sched, users=source.users, pool=pool, rb_cap=source.rb_per_flow, log=log)
+            )
+        elif isinstance(source, FtpSource):
+            ftp = FtpModel1(
+                env,
+                sched,
+                arrival_rate_hz=source.arrival_rate_hz,
+                sizes=source.file_size_bits.sample,
+                users=pool,
+                rng=streams.get(f"traffic.{index}.arrivals"),
+                rb_cap=source.rb_per_flow,
+                log=log,
+            )
+            ftp.start()
+            sources.append(ftp)
+    return sources
+
+
+def _rb_log(
+    timeline: Timeline, scheduler: FluidScheduler, direction: str
+) -> Callable[[Flow, float], None]:
+    """Timeline rows ``rb_allocation``: from ``t_s`` on, ``flow`` holds ``n_rb`` RBs."""
+    env, total = scheduler.env, scheduler.n_rb
+
+    def record(flow: Flow, n_rb: float) -> None:
+        timeline.record(
+            env.now,
+            "rb_allocation",
+            client=flow.client if flow.fl else -1,
+            n_rb=n_rb,
+            n_rb_total=total,
+            flow=flow.id,
+            direction=direction,
+        )
+
+    return record
+
+
+def _coverage(scenario: Scenario, channels: Channels) -> None:
+    """Devices with a zero rate (below the lowest CQI) could never finish a transfer."""
+    dead = (channels.rate_per_rb_ul_bps <= 0) | (channels.rate_per_rb_dl_bps <= 0)
+    if not dead.any():
+        return
+    message = (
+        f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
+        " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
+        " cell.radius_m, raise the transmit power, or use another rate mapping"
+    )
+    if scenario.fl.deadline_s is None and scenario.fl.time_budget_s is None:
+        raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
+    warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
+
+
+def _backhaul(env: simpy.Environment, radio: CellRadio, aggregator: str) -> list[BackhaulLink]:
+    links = cell.backhaul_path(radio.topology, aggregator)
+    return [
+        BackhaulLink(env, link["latency_s"], link["capacity_bps"])
+        for link in links
+        if link["latency_s"] > 0 or np.isfinite(link["capacity_bps"])
+    ]
+
+
+def _lte(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    radio = CellRadio(scenario)
+    x, y = drop(scenario, streams.get("radio.drop"), n)
+    try:
+        geometry = radio.propagation.draw(
+            x, y, streams.get("radio.los"), streams.get("radio.shadowing")
+        )
+    except OutOfValidityError as exc:
+        raise ScenarioError.single("cell.radius_m", str(exc)) from None
+    sinr = {d: radio.sinr_db(geometry, d) for d in DIRECTIONS}
+    channels = Channels(
+        sinr["uplink"],
+        sinr["downlink"],
+        radio.rate_per_rb(sinr["uplink"]),
+        radio.rate_per_rb(sinr["downlink"]),
+    )
+    _coverage(scenario, channels)
+    links = {"uplink": config.uplink, "downlink": config.downlink}
+    schedulers = {d: FluidScheduler(env, links[d].rb_count, links[d].scheduler) for d in links}
+    if config.record_rb_allocations:
+        for direction, scheduler in schedulers.items():
+            short = {"uplink": "ul", "downlink": "dl"}[direction]
+            scheduler.on_change = _rb_log(timeline, scheduler, short)
+    network = LteNetwork(
+        env,
+        uplink=schedulers["uplink"],
+        downlink=schedulers["downlink"],
+        channels=channels,
+        mapping=radio.mapping,
+        rb_cap_ul=config.uplink.flow_rb_cap,
+        rb_cap_dl=config.downlink.flow_rb_cap,
+        fast_fading=config.fast_fading,
+        fading_rng=streams.get("radio.fading") if config.fast_fading == "rayleigh_block" else None,
+        fluctuation_eta=config.fluctuation_eta,
+        fluctuation_rng=(
+            streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
+        ),
+        backhaul=_backhaul(env, radio, scenario.cell.backhaul.aggregator),
+    )
+    traffic = _traffic(scenario, radio, schedulers, streams, timeline)
+    columns = {
+        "x_m": x,
+        "y_m": y,
+        "distance_m": geometry.distance_m,
+        "los": geometry.los,
+        "pathloss_db": geometry.pathloss_db,
+        "shadowing_db": geometry.shadowing_db,
+        "snr_ul_db": sinr["uplink"],
+        "sinr_dl_db": sinr["downlink"],
+    }
+    return RadioBuild(network, columns, traffic)
+
+
+def build_radio(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed)."""
+    if isinstance(scenario.radio, FixedRadioConfig):
+        build = _fixed(scenario, streams, n)
+    else:
+        build = _lte(scenario, env, streams, timeline, n)
+    build.columns["rate_ul_bps"] = build.network.rate_ul_bps
+    build.columns["rate_dl_bps"] = build.network.rate_dl_bps
+    return build

@@ -1,0 +1,155 @@
+"""Scenario checks for the radio that one config field cannot express.
+
+Called from :func:`netfl.config.scenario.cross_checks`. Each problem names the key to fix:
+a path-loss model outside its validity (frequency, distances, the LOS breakpoint with a
+1 m UE), and background load at or above a direction's capacity (an error without a
+deadline or time budget, since uploads may then never finish; a :class:`RadioWarning`
+otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from netfl.config import Scenario
+from netfl.config.radio import LteRadioConfig
+from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
+from netfl.errors import Problem
+
+_KEYS = {
+    "frequency": "radio.carrier_frequency_hz",
+    "ue_height": "cell.ue_height_m",
+    "bs_height": "cell.bs_height_m",
+}
+
+
+class RadioWarning(UserWarning):
+    """A scenario that runs but may not behave as intended (e.g. overloaded cell)."""
+
+
+def radio_problems(scenario: Scenario) -> list[Problem]:
+    """Problems of the ``radio``/``cell``/``traffic`` sections (empty if fine)."""
+    config = scenario.radio
+    if not isinstance(config, LteRadioConfig):
+        if scenario.traffic.sources:
+            return [Problem("traffic.sources", "background traffic needs radio.model: lte")]
+        return []
+    from netfl.registry import channel_models
+
+    registry = channel_models()
+    if config.channel_model not in registry:
+        return [Problem("radio.channel_model", registry.unknown_message(config.channel_model))]
+    try:
+        channel = registry.load(config.channel_model)
+    except (ValueError, KeyError) as exc:
+        return [Problem("radio.channel_model", str(exc))]
+    if not hasattr(channel, "pathloss_db") or not hasattr(channel, "problems"):
+        return [
+            Problem(
+                "radio.channel_model",
+                f"'{config.channel_model}' is not a path-loss model (a rate mapping?)",
+            )
+        ]
+    c = scenario.cell
+    found = channel.problems(config.carrier_frequency_hz, c.bs_height_m, c.ue_height_m)
+    problems = [Problem(_KEYS[what], message) for what, message in found.items()]
+    if config.out_of_range == "refuse":
+        problems += _distance_problems(scenario, config.channel_model, channel)
+    if not problems:
+        problems += _load_problems(scenario)
+    return problems
+
+
+def _distance_problems(scenario: Scenario, name: str, channel: Any) -> list[Problem]:
+    low, high = channel.distance_range_m()
+    c = scenario.cell
+    hint = "; or set radio.out_of_range: clip to clip distances to the valid range"
+    problems = []
+    if c.radius_m > high + 1e-9:
+        problems.append(
+            Problem(
+                "cell.radius_m",
+                f"devices up to {c.radius_m:g} m from the BS are beyond"
+                f" {name}'s validity ({high:g} m){hint}",
+            )
+        )
+    if c.min_distance_m < low - 1e-9:
+        problems.append(
+            Problem(
+                "cell.min_distance_m",
+                f"{c.min_distance_m:g} m is below the path-loss model's validity ({low:g} m){hint}",
+            )
+        )
+    if c.interfering_rings > 0:
+        farthest = (c.interfering_rings * math.sqrt(3.0) + 1.0) * c.radius_m
+        if farthest > high + 1e-9:
+            problems.append(
+                Problem(
+                    "cell.interfering_rings",
+                    f"the farthest interfering BS is up to {farthest:.0f} m from a device,"
+                    f" beyond the path-loss model's validity ({high:g} m){hint}",
+                )
+            )
+    return problems
+
+
+def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
+    """Background load per direction as a fraction of its RBs, and the keys behind it.
+
+    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: a background user's
+    rate per RB, averaged over drops with a fixed stream); a constant load its fraction;
+    full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
+    """
+    from netfl.radio.build import CellRadio
+
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    load: dict[str, tuple[float, list[str]]] = {"uplink": (0.0, []), "downlink": (0.0, [])}
+    radio: CellRadio | None = None
+    # A fixed estimation stream: whether a scenario is overloaded must not depend on its seed.
+    rng = np.random.default_rng(12345)
+    for index, source in enumerate(scenario.traffic.sources):
+        link = config.uplink if source.direction == "uplink" else config.downlink
+        key = f"traffic.sources.{index}"
+        if isinstance(source, ConstantLoadSource):
+            share, key = source.load_fraction, f"{key}.load_fraction"
+        elif isinstance(source, FtpSource):
+            radio = radio or CellRadio(scenario)
+            rates, _ = radio.user_draw(scenario, source.direction)(rng, 4000)
+            size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
+            with np.errstate(divide="ignore"):
+                inverse = float(np.mean(1.0 / rates))
+            share = source.arrival_rate_hz * size * inverse / link.rb_count
+            key = f"{key}.arrival_rate_hz"
+        elif isinstance(source, FullBufferSource):
+            cap = source.rb_per_flow or link.rb_count
+            saturates = link.scheduler == "fifo" and source.users * cap >= link.rb_count
+            share, key = (math.inf if saturates else 0.0), f"{key}.users"
+        total, keys = load[source.direction]
+        load[source.direction] = (total + share, [*keys, key])
+    return load
+
+
+def _load_problems(scenario: Scenario) -> list[Problem]:
+    problems = []
+    stops = scenario.fl.deadline_s is not None or scenario.fl.time_budget_s is not None
+    for direction, (share, keys) in offered_load(scenario).items():
+        if share < 1.0:
+            continue
+        message = (
+            f"background load in the {direction} is {share:.0%} of its capacity: FL"
+            f" transfers may never finish"
+        )
+        if not stops:
+            problems.append(
+                Problem(keys[-1], message + "; set fl.deadline_s (or fl.time_budget_s)")
+            )
+        else:
+            warnings.warn(
+                f"{keys[-1]}: {message} (rounds end at the deadline)", RadioWarning, stacklevel=2
+            )
+    return problems
