@@ -14,12 +14,13 @@ import numpy as np
 import simpy
 
 from netfl.config import Scenario
-from netfl.fl.device import FixedComputeDevices
+from netfl.fl.build import build_devices, build_server, place_groups
+from netfl.fl.device import Devices
 from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
 from netfl.learning.learner import Learner, NullLearner
 from netfl.radio import cell
-from netfl.radio.network import FixedRateNetwork
+from netfl.radio.network import FixedRateNetwork, Network
 from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
@@ -35,7 +36,8 @@ class World:
     env: simpy.Environment
     timeline: Timeline
     population: Population
-    network: FixedRateNetwork
+    network: Network
+    devices: Devices
     learner: Learner
     strategy: Strategy
     server: Server
@@ -75,36 +77,44 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     streams = Streams(scenario.seed)
     env = simpy.Environment()
     timeline = Timeline()
-    population = build_population(scenario.devices, streams.get("devices.population"))
+    population = build_population(scenario.devices, streams)
     n = population.n_clients
     x_m, y_m = _positions(scenario, streams.get("radio.drop"), n)
-    network = _network(scenario, streams.get("radio.rates"), n)
-    devices = FixedComputeDevices(population.compute_sps)
+    x_m, y_m = place_groups(x_m, y_m, population, streams.get("devices.placement_angle"))
     learner, model_size_bits = _learner(scenario, population, streams)
+    devices, network, energy = build_devices(
+        scenario,
+        env,
+        population,
+        learner.n_samples,
+        _network(scenario, streams.get("radio.rates"), n),
+        streams,
+    )
 
     strategy = make_strategy(strategies().load(scenario.selection.name), scenario.selection.params)
     strategy.setup(
         PopulationInfo(
             n_clients=n,
-            budget=scenario.fl.clients_per_round,
+            budget=scenario.fl.selection_budget,
             n_samples=learner.n_samples,
             rounds=scenario.fl.rounds,
             deadline_s=scenario.fl.deadline_s,
+            model_size_bits=model_size_bits,
+            target=scenario.fl.clients_per_round,
         ),
         streams.get("selection"),
     )
-    server = Server(
+    server = build_server(
+        scenario,
         env,
-        config=scenario.fl,
-        local_epochs=scenario.learning.local_epochs if scenario.learning else 1,
-        model_size_bits=model_size_bits,
-        network=network,
         devices=devices,
+        network=network,
+        energy=energy,
         learner=learner,
+        model_size_bits=model_size_bits,
         strategy=strategy,
         timeline=timeline,
-        request_rng=streams.get("fl.request"),
-        eval_every_rounds=scenario.learning.eval_every_rounds if scenario.learning else 1,
+        streams=streams,
         on_round=on_round,
     )
     client_columns: dict[str, Any] = {
@@ -116,8 +126,18 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         "rate_ul_bps": network.rate_ul_bps,
         "rate_dl_bps": network.rate_dl_bps,
         "n_samples": learner.n_samples,
-        "compute_sps": population.compute_sps,
+        "compute_sps": devices.compute_sps,
+        "cold_start_s": population.cold_start_s,
     }
     return World(
-        scenario, env, timeline, population, network, learner, strategy, server, client_columns
+        scenario,
+        env,
+        timeline,
+        population,
+        network,
+        devices,
+        learner,
+        strategy,
+        server,
+        client_columns,
     )

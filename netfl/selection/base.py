@@ -7,7 +7,11 @@ into the simulator; it draws randomness only from the generator given to ``setup
 
 Writing one: subclass :class:`Strategy`, take your YAML ``params`` as typed keyword
 arguments of ``__init__`` (they are validated against the signature), override ``select``
-and, if it learns, ``observe``. Declare learning signals you need in ``requires``.
+and, if it learns, ``observe``. Declare learning signals you need in ``requires``. A
+strategy that must ask clients something before choosing (pow-d polls d candidates for
+their local loss) overrides ``poll``: the server simulates that exchange (model download,
+on-device computation, answer upload) in time and bits, then calls ``select`` with the
+answers in ``ctx.features``.
 """
 
 from __future__ import annotations
@@ -39,13 +43,20 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PopulationInfo:
-    """What a strategy knows about the whole population by design."""
+    """What a strategy knows about the whole population by design.
+
+    ``budget`` is how many clients to select per round; ``target`` how many updates the
+    server aggregates (smaller than the budget under over-selection; None: the budget).
+    ``model_size_bits`` is M, the model's size on the air.
+    """
 
     n_clients: int
     budget: int
     n_samples: np.ndarray
     rounds: int | None = None
     deadline_s: float | None = None
+    model_size_bits: float = math.nan
+    target: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_samples", _frozen(self.n_samples))
@@ -64,17 +75,24 @@ class SelectionContext:
     candidates
         Ids of the clients that answered the resource request and are available.
     budget
-        How many to select at most (S_round, m).
+        How many to select at most (S_round, m; ceil(m (1 + o)) with over-selection).
     update_time_s, upload_time_s
-        Per candidate: the last observed model update and upload time; 0 for a client
-        never selected before (as in MAB-CS, 002 Sec. II).
+        Per candidate: the last observed model update time (from receiving the model to
+        the update being ready: cold start, queue wait and compute) and upload time (the
+        transfer); 0 for a client never selected before (as in MAB-CS, 002 Sec. II).
     n_samples
         Per candidate: its number of training samples.
     deadline_s
         Round deadline relative to the round's start, or None.
     features
-        Extra per-candidate arrays reported in the resource request (e.g. available CPU
-        ratio ``mu``, allocated ``bandwidth_hz``, polled ``loss``), aligned with candidates.
+        Extra per-candidate arrays, aligned with candidates: ``mu`` (available CPU ratio
+        reported in the resource request), ``cold_start`` (1.0 if the client was not
+        selected in the previous round: RBCS-F's s), ``bandwidth_hz`` (allocated bandwidth
+        of the round on a group link, NaN otherwise); after a poll, the polled signal
+        (``loss``; NaN where not polled or not answered) and ``polled`` (1.0 if answered).
+        RBCS-F's context is c = [1 / mu, cold_start, M / bandwidth_hz].
+    target
+        How many updates the server will aggregate (None: ``budget``).
     """
 
     round: int
@@ -86,6 +104,7 @@ class SelectionContext:
     n_samples: np.ndarray
     deadline_s: float | None = None
     features: Mapping[str, np.ndarray] = field(default_factory=dict)
+    target: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("candidates", "update_time_s", "upload_time_s", "n_samples"):
@@ -99,6 +118,15 @@ class RoundFeedback:
 
     Per-client arrays are aligned with ``selected`` (the selection order); NaN where the
     server did not observe the value (e.g. a client that dropped out).
+
+    ``update_time_s`` runs from the end of the client's download to its update being ready
+    (``cold_start_s + queue_wait_s + compute_time_s``); ``upload_time_s`` is the transfer
+    alone (after ``upload_wait_s``, the wait for its turn); ``exchange_time_s`` runs from
+    the start of the distribution step to the end of the client's upload (RBCS-F's
+    tau_{t,n}, 003 eq. (1)). ``status`` is ``completed``, ``deadline_miss``, ``dropped``
+    (the client left) or ``cancelled`` (over-selection); ``completed`` is its boolean
+    form and ``deadline_met`` is False exactly for ``deadline_miss``. ``features`` holds the
+    selected clients' context features as the strategy saw them in ``select``.
     """
 
     round: int
@@ -113,6 +141,13 @@ class RoundFeedback:
     global_accuracy: float = math.nan
     global_loss: float = math.nan
     signals: Mapping[str, Any] = field(default_factory=dict)
+    status: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    deadline_met: np.ndarray = field(default_factory=lambda: np.array([], dtype=bool))
+    cold_start_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    queue_wait_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    compute_time_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    upload_wait_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    features: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in (
@@ -123,8 +158,44 @@ class RoundFeedback:
             "upload_time_s",
             "exchange_time_s",
             "local_loss",
+            "status",
+            "deadline_met",
+            "cold_start_s",
+            "queue_wait_s",
+            "compute_time_s",
+            "upload_wait_s",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
+
+
+@dataclass(frozen=True)
+class PollRequest:
+    """Extra communication a strategy needs before it selects (e.g. pow-d's loss poll).
+
+    The server sends ``download_bits`` (None: the model) to each of ``clients``, runs a job
+    of ``compute_epochs`` passes over each client's local data on its device (a loss
+    evaluation is a forward pass: about a third of a training epoch), and receives
+    ``upload_bits`` back; then it asks the learner for ``signal`` of the clients whose
+    answer arrived and passes it to ``select`` in ``ctx.features[signal]``. The poll ends
+    when every answer has arrived, after ``timeout_s`` (None: no timeout), or at the round
+    deadline, whichever comes first. Its time, bits and energy are recorded like any other
+    exchange (timeline kinds ``poll_*``).
+    """
+
+    clients: Sequence[int]
+    compute_epochs: float = 1.0
+    upload_bits: float = 32.0
+    download_bits: float | None = None
+    signal: str = "loss"
+    timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clients", [int(c) for c in self.clients])
+        if self.compute_epochs < 0 or self.upload_bits < 0:
+            raise ValueError("compute_epochs and upload_bits must not be negative")
+        if self.download_bits is not None and self.download_bits < 0:
+            raise ValueError("download_bits must not be negative")
 
 
 class Strategy(ABC):
@@ -140,6 +211,14 @@ class Strategy(ABC):
         """Called once before the first round."""
         self.info = info
         self.rng = rng
+
+    def poll(self, ctx: SelectionContext) -> PollRequest | None:
+        """Ask candidates something before selecting (default: nothing).
+
+        Called after the resource request with the same context ``select`` then receives
+        (without the answers); return a :class:`PollRequest` naming distinct candidates.
+        """
+        return None
 
     @abstractmethod
     def select(self, ctx: SelectionContext) -> Sequence[int]:
