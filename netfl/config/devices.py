@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from netfl.config.base import (
     NonNegativeFloat,
@@ -27,6 +27,7 @@ from netfl.config.dist import (
     Distribution,
     Exponential,
     LogNormal,
+    TruncNormal,
     Uniform,
 )
 
@@ -95,14 +96,24 @@ Availability = Annotated[
 JobWork = Constant | Uniform | Exponential | LogNormal | Choice
 
 
-def _positive_support(work: Any) -> bool:
-    if isinstance(work, Constant):
-        return work.value > 0
-    if isinstance(work, Uniform):
-        return work.low >= 0 and work.high > 0
-    if isinstance(work, Choice):
-        return min(work.values) > 0
-    return True  # exponential, lognormal
+def _positive_support(dist: Any, *, zero_ok: bool = False) -> bool:
+    """Whether ``dist`` only draws positive values (or non-negative with ``zero_ok``)."""
+    if isinstance(dist, Constant):
+        return dist.value > 0 or (zero_ok and dist.value == 0)
+    if isinstance(dist, Uniform | TruncNormal):
+        return (dist.low >= 0 if zero_ok else dist.low > 0) and dist.high > 0
+    if isinstance(dist, Choice):
+        return min(dist.values) > 0 or (zero_ok and min(dist.values) == 0)
+    return isinstance(dist, Exponential | LogNormal)
+
+
+def _positive(name: str) -> Any:
+    def check(value: Any) -> Any:
+        if value is not None and not _positive_support(value):
+            raise ValueError(f"{name} must be positive: use a distribution with positive support")
+        return value
+
+    return AfterValidator(check)
 
 
 class BackgroundLoad(StrictModel):
@@ -131,8 +142,8 @@ class BackgroundLoad(StrictModel):
                 "job_work_s must be constant, uniform, exponential, lognormal or choice"
                 " (a job's work is positive)"
             )
-        if not _positive_support(self.job_work_s):
-            raise ValueError("job_work_s must be positive")
+        if not _positive_support(self.job_work_s, zero_ok=True):
+            raise ValueError("job_work_s must not be negative")
         if self.utilization >= 1:
             raise ValueError(
                 f"utilization rho = arrival_rate_hz x mean job_work_s = {self.utilization:.3g}"
@@ -164,7 +175,7 @@ class GroupLink(StrictModel):
         description="Logarithm in rate = B log(1 + SNR): log2 (Shannon) or ln (the"
         " natural-log reading of eta in RBCS-F's Table 1).",
     )
-    bandwidth_hz: Distribution = Field(
+    bandwidth_hz: Annotated[Distribution, _positive("bandwidth_hz")] = Field(
         description="Allocated bandwidth B, Hz, drawn per device and round."
     )
     rate_dl_bps: Distribution | None = Field(
@@ -225,7 +236,7 @@ class DeviceGroup(StrictModel):
         description="MAB-CS per-round fluctuation of the capability: truncated normal with"
         " sigma^2 = mean^eta (002 eq. (8)); null: none.",
     )
-    available_cpu_ratio: Distribution = Field(
+    available_cpu_ratio: Annotated[Distribution, _positive("available_cpu_ratio")] = Field(
         default=Constant(value=1.0),
         description="Available CPU ratio mu drawn per device and round (RBCS-F: uniform"
         " 0.5..2); the capability of the round is multiplied by it.",

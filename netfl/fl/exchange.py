@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import EventPriority
 
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
@@ -35,6 +36,23 @@ from netfl.trace.timeline import Timeline
 #: What a client's interrupt cause becomes in its outcome, and the event that logs it.
 LEAVE = {"drop": ("dropped", "drop"), "limit": ("deadline_miss", "deadline_miss")}
 LEAVE["enough"] = ("cancelled", "cancel")
+
+
+#: After SimPy's NORMAL (1) and URGENT (0) events of the same instant.
+_LATE = EventPriority(2)
+
+
+class LateTimeout(simpy.Event):
+    """A timeout processed after every other event of the same instant.
+
+    Used for limits, so that an upload ending exactly at the deadline is in time.
+    """
+
+    def __init__(self, env: simpy.Environment, delay_s: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, priority=_LATE, delay=delay_s)
 
 
 @dataclass
@@ -141,7 +159,7 @@ class Exchange:
         watcher = env.process(self._watch_drops(procs))
         waits: list[simpy.Event] = [self.done]
         if limit_s is not None:
-            waits.append(env.timeout(max(0.0, limit_s - env.now)))
+            waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
         yield env.any_of(waits)
         cause = "enough" if self.done.triggered else on_limit
         for proc in procs:

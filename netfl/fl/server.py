@@ -26,7 +26,7 @@ import simpy
 from netfl.config.fl import FLConfig
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
-from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
+from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
@@ -184,7 +184,7 @@ class Server:
             return here
         uploads = {int(c): self.network.upload(env, int(c), bits) for c in here}
         everyone = env.all_of(list(uploads.values()))
-        yield everyone if limit is None else everyone | env.timeout(max(0.0, limit - env.now))
+        yield everyone if limit is None else everyone | LateTimeout(env, max(0.0, limit - env.now))
         answered = []
         for c, proc in uploads.items():
             if proc.is_alive:
