@@ -96,3 +96,22 @@ def test_unit_strings_work_for_the_new_keys(write_scenario):
     )
     fl = load_scenario(write_scenario(data)).fl
     assert (fl.request_time_s, fl.request_response_bits, fl.deadline_s) == (0.2, 8000.0, 120.0)
+
+
+def test_the_rbcs_f_example_in_the_docs_is_a_valid_scenario():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from netfl.scenario import scenario_from_data
+
+    text = (Path(__file__).parents[1] / "docs" / "protocol.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S)
+    assert block is not None
+    loaded = scenario_from_data(yaml.safe_load(block.group(1)))
+    groups = loaded.devices.groups
+    assert [g.base_train_time_s.value for g in groups] == [1, 2, 3, 4]
+    assert [g.link.snr for g in groups] == [1000, 100, 10, 1]
+    assert all(g.availability.p == 0.8 and g.cold_start_s.value == 1 for g in groups)
+    assert loaded.devices.n_clients == 40

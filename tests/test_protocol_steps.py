@@ -339,3 +339,20 @@ def test_a_poll_of_non_candidates_breaks_the_contract():
     from tests.protocol_helpers import Poller
 
     check_strategy(Poller)
+
+
+def test_groups_can_be_placed_at_their_own_distances(write_scenario, tmp_path):
+    import pandas as pd
+
+    from netfl.cli import main
+
+    near = group("near", 5, distance_m={"dist": "uniform", "low": 20, "high": 50})
+    far = group("far", 5, distance_m=400.0)
+    path = write_scenario(scenario([near, far, group("anywhere", 5)], fl={"rounds": 1}))
+    assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    clients = pd.read_parquet(tmp_path / "run" / "clients.parquet")
+    distance = clients.set_index("group")["distance_m"]
+    assert distance["near"].between(20, 50).all()
+    assert distance["far"].to_numpy() == pytest.approx([400.0] * 5)
+    assert distance["anywhere"].between(10, 500).all()
+    assert {"n_dropped", "energy_tx_j", "cold_start_s"} <= set(clients.columns)

@@ -179,3 +179,12 @@ def test_fedcs_round_time_equals_the_formula(clients):
     record = world.server.records[0]
     expected = fedcs_round_time(download, update, upload)
     assert record.t_end_s - record.t_start_s == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_cli_prints_the_deadline_warning_on_one_line(write_scenario, tmp_path, capsys):
+    from netfl.cli import main
+
+    path = write_scenario(fedcs([0, 1, 2], deadline_s=1.0))
+    assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: fl.deadline_s: 1 s is shorter than the fastest possible round" in err

@@ -33,9 +33,12 @@ from netfl.fl.energy import EnergyMeter
 from netfl.radio.network import Network, Transfer
 from netfl.trace.timeline import Timeline
 
-#: What a client's interrupt cause becomes in its outcome, and the event that logs it.
-LEAVE = {"drop": ("dropped", "drop"), "limit": ("deadline_miss", "deadline_miss")}
-LEAVE["enough"] = ("cancelled", "cancel")
+#: Interrupt cause -> (the client's status, the timeline kind that logs its leaving).
+LEAVE = {
+    "drop": ("dropped", "drop"),
+    "limit": ("deadline_miss", "deadline_miss"),
+    "enough": ("cancelled", "cancel"),
+}
 
 
 #: After SimPy's NORMAL (1) and URGENT (0) events of the same instant.

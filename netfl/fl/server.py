@@ -162,7 +162,9 @@ class Server:
         index = {int(c): i for i, c in enumerate(ctx.candidates)}
         rows = [index[c] for c in selected]
         chosen = {name: np.asarray(v)[rows] for name, v in ctx.features.items()}
-        self._close_round(record, outcomes, exchange.start_s, chosen)
+        self._close_round(
+            record, outcomes, exchange.start_s, chosen, self.config.aggregation_time_s
+        )
 
     # -- steps --------------------------------------------------------------------------
 
@@ -279,7 +281,9 @@ class Server:
             )
         if self.config.selection_time_s > 0:
             yield self.env.timeout(self.config.selection_time_s)
-        self.timeline.record_many(self.env.now, "select", ctx.round, chosen)
+        self.timeline.record_many(
+            self.env.now, "select", ctx.round, chosen, duration_s=self.config.selection_time_s
+        )
         return chosen
 
     # -- closing a round ----------------------------------------------------------------
@@ -290,6 +294,7 @@ class Server:
         outcomes: list[Outcome],
         distribution_start_s: float,
         features: Mapping[str, np.ndarray],
+        aggregation_s: float = 0.0,
     ) -> None:
         env, r = self.env, record.round
         record.selected = [o.client for o in outcomes]
@@ -297,7 +302,13 @@ class Server:
         clients = np.asarray(record.completed, dtype=np.int64)
         result = self.learner.local_update(r, clients)
         self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
-        self.timeline.record(env.now, "aggregate", r, bits=len(clients) * self.model_size_bits)
+        self.timeline.record(
+            env.now,
+            "aggregate",
+            r,
+            bits=len(clients) * self.model_size_bits,
+            duration_s=aggregation_s,
+        )
         if (r + 1) % self.eval_every_rounds == 0 or (
             self.config.rounds is not None and r + 1 == self.config.rounds
         ):

@@ -18,7 +18,9 @@ prefix ``poll_``. A client that leaves its round ends with ``drop``, ``deadline_
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +30,8 @@ KINDS: dict[str, str] = {
     "round_start": "a round begins",
     "request": "resource request sent to a client (one row per asked client)",
     "response": "an available client's resource report arrived (bits, duration_s)",
-    "select": "the strategy's choice (one row per selected client, in selection order)",
+    "select": "the strategy's choice (one row per selected client, in selection order;"
+    " duration_s: the selection's compute time)",
     "download_start": "model download to a client begins (distribution step)",
     "download_end": "model download to a client completes",
     "cold_start_start": "a device not selected in the previous round starts preparing its data",
@@ -49,7 +52,7 @@ KINDS: dict[str, str] = {
     "poll_compute_end": "poll: the on-device computation ends",
     "poll_upload_start": "poll: the polled client's answer upload begins",
     "poll_upload_end": "poll: the answer arrived at the server",
-    "aggregate": "the server aggregates the arrived updates",
+    "aggregate": "the server has aggregated the arrived updates (duration_s: its time)",
     "evaluate": "the global model is evaluated (accuracy, loss)",
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
@@ -72,62 +75,79 @@ SCHEMA = pa.schema(
 class Timeline:
     """Column-wise event recorder; cheap to append, converted to Arrow once.
 
-    Value columns are stored sparsely (row index, value) and filled with NaN on export.
+    Columns are typed arrays (8 bytes a value or less), kinds are small integer codes, and
+    value columns are stored sparsely (row index, value) and filled with NaN on export, so
+    a million events take tens of megabytes.
     """
 
     def __init__(self) -> None:
-        self._t: list[float] = []
-        self._round: list[int] = []
-        self._client: list[int] = []
-        self._kind: list[str] = []
-        self._rows: dict[str, list[int]] = {name: [] for name in VALUE_COLUMNS}
-        self._values: dict[str, list[float]] = {name: [] for name in VALUE_COLUMNS}
+        self._t = array("d")
+        self._round = array("i")
+        self._client = array("i")
+        self._kind = array("h")
+        self._codes: dict[str, int] = {}
+        self._rows: dict[str, array[int]] = {name: array("q") for name in VALUE_COLUMNS}
+        self._values: dict[str, array[float]] = {name: array("d") for name in VALUE_COLUMNS}
 
     def __len__(self) -> int:
         return len(self._t)
+
+    def _code(self, kind: str) -> int:
+        code = self._codes.get(kind)
+        if code is None:
+            code = self._codes[kind] = len(self._codes)
+        return code
+
+    def _check(self, values: dict[str, float]) -> None:
+        if not values.keys() <= self._rows.keys():
+            raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
 
     def record(
         self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float
     ) -> None:
         """Append one event. ``values`` keys must be value columns."""
-        row = len(self._t)
-        if values and not values.keys() <= self._rows.keys():
-            raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
-        for name, value in values.items():
-            self._rows[name].append(row)
-            self._values[name].append(float(value))
-        self._t.append(float(t_s))
-        self._round.append(int(round))
-        self._client.append(int(client))
-        self._kind.append(kind)
+        if values:
+            self._check(values)
+            row = len(self._t)
+            for name, value in values.items():
+                self._rows[name].append(row)
+                self._values[name].append(value)
+        self._t.append(t_s)
+        self._round.append(round)
+        self._client.append(client)
+        self._kind.append(self._code(kind))
 
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
     ) -> None:
         """Append one event per client, all at ``t_s`` with the same values."""
-        clients = [int(c) for c in clients]
+        clients = array("i", [int(c) for c in clients])
         first, n = len(self._t), len(clients)
-        if values and not values.keys() <= self._rows.keys():
-            raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
+        self._check(values)
         for name, value in values.items():
             self._rows[name].extend(range(first, first + n))
             self._values[name].extend([float(value)] * n)
         self._t.extend([float(t_s)] * n)
         self._round.extend([int(round)] * n)
         self._client.extend(clients)
-        self._kind.extend([kind] * n)
+        self._kind.extend([self._code(kind)] * n)
 
     def _column(self, name: str) -> np.ndarray:
         column = np.full(len(self._t), math.nan)
-        column[np.asarray(self._rows[name], dtype=np.int64)] = self._values[name]
+        rows: Any = np.frombuffer(self._rows[name], dtype=np.int64) if self._rows[name] else []
+        column[rows] = np.frombuffer(self._values[name], dtype=np.float64)
         return column
 
     def to_arrow(self) -> pa.Table:
+        kinds = pa.DictionaryArray.from_arrays(
+            pa.array(np.frombuffer(self._kind, dtype=np.int16), pa.int16()),
+            pa.array(list(self._codes), pa.string()),
+        )
         columns = [
-            pa.array(self._t, pa.float64()),
-            pa.array(self._round, pa.int32()),
-            pa.array(self._client, pa.int32()),
-            pa.array(self._kind, pa.string()).dictionary_encode().cast(SCHEMA.field("kind").type),
+            pa.array(np.frombuffer(self._t, dtype=np.float64), pa.float64()),
+            pa.array(np.frombuffer(self._round, dtype=np.int32), pa.int32()),
+            pa.array(np.frombuffer(self._client, dtype=np.int32), pa.int32()),
+            kinds,
             *(pa.array(self._column(name), pa.float64()) for name in VALUE_COLUMNS),
         ]
         return pa.Table.from_arrays(columns, schema=SCHEMA)
