@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from netfl.scenario import scenario_from_data
 from netfl.selection.base import PollRequest, RoundFeedback, SelectionContext, Strategy
@@ -122,3 +125,11 @@ class RandomRecorder(Recorder):
         self.contexts.append(ctx)
         k = min(ctx.budget, len(ctx.candidates))
         return self.rng.choice(ctx.candidates, size=k, replace=False).tolist()
+
+
+def rbcs_f_table_1() -> dict:
+    """The RBCS-F Table 1 example of docs/protocol.md, as a mapping."""
+    text = (Path(__file__).parents[1] / "docs" / "protocol.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S)
+    assert block is not None
+    return yaml.safe_load(block.group(1))

@@ -99,17 +99,10 @@ def test_unit_strings_work_for_the_new_keys(write_scenario):
 
 
 def test_the_rbcs_f_example_in_the_docs_is_a_valid_scenario():
-    import re
-    from pathlib import Path
-
-    import yaml
-
     from netfl.scenario import scenario_from_data
+    from tests.protocol_helpers import rbcs_f_table_1
 
-    text = (Path(__file__).parents[1] / "docs" / "protocol.md").read_text()
-    block = re.search(r"```yaml\n(.*?)```", text, re.S)
-    assert block is not None
-    loaded = scenario_from_data(yaml.safe_load(block.group(1)))
+    loaded = scenario_from_data(rbcs_f_table_1())
     groups = loaded.devices.groups
     assert [g.base_train_time_s.value for g in groups] == [1, 2, 3, 4]
     assert [g.link.snr for g in groups] == [1000, 100, 10, 1]

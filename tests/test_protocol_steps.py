@@ -13,7 +13,15 @@ from scipy import stats
 from netfl.rng import Streams
 from netfl.selection.base import SelectionContext
 from netfl.trace.phases import client_phases
-from tests.protocol_helpers import Recorder, events, group, run, scenario, timeline
+from tests.protocol_helpers import (
+    Recorder,
+    events,
+    group,
+    rbcs_f_table_1,
+    run,
+    scenario,
+    timeline,
+)
 
 
 def test_request_clients_are_a_fresh_uniform_sample_from_the_request_stream():
@@ -179,45 +187,6 @@ def test_phases_reconstructed_from_the_timeline_equal_what_the_server_saw():
     assert all(count > 5 for count in checked.values()), checked  # every phase occurred
 
 
-RBCS_F_TABLE_1 = """
-# RBCS-F Table 1 (003_ad2362771f4d0a3d.txt Sec. 6.1), written directly as groups.
-name: rbcs_f_table1
-seed: 11
-devices:
-  groups:
-    - &class
-      name: class1
-      count: 10
-      n_samples: 100
-      base_train_time_s: 1
-      cold_start_s: 1
-      available_cpu_ratio: {dist: uniform, low: 0.5, high: 2.0}
-      availability: 0.8
-      exchange_noise: 0
-      link: {snr: 1000, bandwidth_hz: {dist: uniform, low: 2.0e6, high: 4.0e6}}
-    - <<: *class
-      name: class2
-      base_train_time_s: 2
-      link: {snr: 100, bandwidth_hz: {dist: uniform, low: 2.0e6, high: 4.0e6}}
-    - <<: *class
-      name: class3
-      base_train_time_s: 3
-      link: {snr: 10, bandwidth_hz: {dist: uniform, low: 2.0e6, high: 4.0e6}}
-    - <<: *class
-      name: class4
-      base_train_time_s: 4
-      link: {snr: 1, bandwidth_hz: {dist: uniform, low: 2.0e6, high: 4.0e6}}
-fl:
-  distribution: instant
-  rounds: 150
-  clients_per_round: 8
-  model_size_bits: 20 Mbit
-selection:
-  name: tests.protocol_helpers:RandomRecorder
-learning: none
-"""
-
-
 def _rbcs_f_context(world, feedback):
     """tau* = c^T theta* with c = [1/mu, s, M/B], theta* = [tau_b, tau_s, 1/eta]."""
     ctx = feedback.features
@@ -230,14 +199,13 @@ def _rbcs_f_context(world, feedback):
 
 
 @pytest.mark.parametrize("noise", [0.0, 1.0])
-def test_rbcs_f_table_1_exchange_time_is_eq_14(write_scenario, noise):
-    from netfl.scenario import load_scenario
-    from netfl.world import build_world
-
-    text = RBCS_F_TABLE_1.replace("exchange_noise: 0", f"exchange_noise: {noise}")
-    world = build_world(load_scenario(write_scenario(text)))
-    world.env.process(world.server.run())
-    world.env.run()
+def test_rbcs_f_table_1_exchange_time_is_eq_14(noise):
+    data = rbcs_f_table_1()
+    for g in data["devices"]["groups"]:
+        g["exchange_noise"] = noise
+    data["fl"]["rounds"] = 150
+    data["selection"] = {"name": "tests.protocol_helpers:RandomRecorder"}
+    world = run(data)
     ratios = []
     for feedback in world.strategy.feedback:
         expected = _rbcs_f_context(world, feedback)
