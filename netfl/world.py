@@ -86,7 +86,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         scenario,
         env,
         population,
-        learner.n_samples,
+        learner,
         _network(scenario, streams.get("radio.rates"), n),
         streams,
     )

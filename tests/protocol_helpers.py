@@ -13,7 +13,7 @@ import pandas as pd
 import yaml
 
 from netfl.scenario import scenario_from_data
-from netfl.selection.base import PollRequest, RoundFeedback, SelectionContext, Strategy
+from netfl.selection.base import RoundFeedback, SelectionContext, Strategy
 from netfl.world import World, build_world
 
 
@@ -37,21 +37,26 @@ class Recorder(Strategy):
 
 
 class Poller(Recorder):
-    """Polls the first ``d`` candidates for their loss, then selects like ``Recorder``."""
+    """Polls the first ``d`` candidates (``choose_polled``, the server's poll contract),
+    then selects like ``Recorder``."""
 
-    def __init__(
-        self, d: int = 2, compute_epochs: float = 0.5, upload_bits: float = 1000.0
-    ) -> None:
+    poll_signal = "poll_loss"
+
+    def __init__(self, d: int = 2) -> None:
         super().__init__()
         self.d = d
-        self.compute_epochs = compute_epochs
-        self.upload_bits = upload_bits
         self.polled: list[list[int]] = []
 
-    def poll(self, ctx: SelectionContext) -> PollRequest | None:
+    def choose_polled(self, ctx: SelectionContext) -> Sequence[int]:
         clients = ctx.candidates[: self.d].tolist()
         self.polled.append(clients)
-        return PollRequest(clients, self.compute_epochs, self.upload_bits)
+        return clients
+
+
+class UpdatePoller(Poller):
+    """Polls for update vectors (GPFL's first round)."""
+
+    poll_signal = "update_vector"
 
 
 def group(name: str, count: int, **values: Any) -> dict[str, Any]:

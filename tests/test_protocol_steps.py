@@ -12,7 +12,7 @@ from scipy import stats
 
 from netfl.rng import Streams
 from netfl.selection.base import SelectionContext
-from netfl.trace.phases import client_phases
+from tests.phases import client_phases
 from tests.protocol_helpers import (
     Recorder,
     events,
@@ -96,7 +96,7 @@ def test_mab_cs_fluctuation_draws_the_capability_each_round():
 def test_poll_costs_time_and_bits_before_selection():
     data = scenario(
         [group("a", 4)],
-        fl={"rounds": 1, "clients_per_round": 2},
+        fl={"rounds": 1, "clients_per_round": 2, "loss_eval_epochs": 0.5},
         selection={"name": "tests.protocol_helpers:Poller", "params": {"d": 2}},
     )
     world = run(data)
@@ -109,18 +109,36 @@ def test_poll_costs_time_and_bits_before_selection():
     comp = poll[poll["kind"] == "poll_compute_end"]
     assert comp["duration_s"].tolist() == pytest.approx([1.0, 1.0])  # 0.5 x 100 / 50
     up = poll[poll["kind"] == "poll_upload_end"]
-    assert up["bits"].tolist() == [1000.0, 1000.0]
-    assert up["t_s"].tolist() == pytest.approx([1.251, 1.251])
+    assert up["bits"].tolist() == [32.0, 32.0]  # one number
+    done = 0.25 + 1.0 + 32 / 1e6
+    assert up["t_s"].tolist() == pytest.approx([done, done])
     select = table[table["kind"] == "select"]
-    assert select["t_s"].tolist() == pytest.approx([1.251, 1.251])
+    assert select["t_s"].tolist() == pytest.approx([done, done])
     ctx = world.strategy.contexts[0]
-    assert ctx.now_s == pytest.approx(1.251)
+    assert ctx.now_s == pytest.approx(done)
     assert ctx.features["polled"].tolist() == [1, 1, 0, 0]
     assert np.isnan(ctx.features["loss"]).all()  # learning none: no loss to report
-    # The polled clients were warmed up by the poll: no cold start in the update.
+    # The polled clients were warmed up by the poll: the update starts right away.
     phases = client_phases(table)
     update = phases[phases["exchange"] == "update"]
-    assert update["download_s"].tolist() == pytest.approx([0.25, 0.25])
+    assert update["start_s"].tolist() == pytest.approx([done, done])
+
+
+def test_an_update_vector_poll_costs_a_local_update_and_a_model_upload():
+    data = scenario(
+        [group("a", 4)],
+        fl={"rounds": 1, "clients_per_round": 2},
+        selection={"name": "tests.protocol_helpers:UpdatePoller", "params": {"d": 3}},
+    )
+    world = run(data)
+    table = timeline(world)
+    comp = table[table["kind"] == "poll_compute_end"]
+    assert comp["duration_s"].tolist() == pytest.approx([2.0] * 3)  # the local update
+    up = table[table["kind"] == "poll_upload_end"]
+    assert up["bits"].tolist() == [1.0e6] * 3
+    assert up["t_s"].tolist() == pytest.approx([3.25] * 3)  # 0.25 + 2 + 1
+    vectors = world.strategy.contexts[0].features["update_vector"]
+    assert vectors.shape[0] == 4 and np.isnan(vectors).all()  # no model: NaN
 
 
 def test_poll_answers_come_from_the_learner():
@@ -135,15 +153,16 @@ def test_poll_answers_come_from_the_learner():
     world = build_world(scenario_from_data(data))
     asked = []
 
-    def poll_signal(round_, clients, signal):
-        asked.append((round_, clients.tolist(), signal))
+    def client_losses(clients):
+        asked.append(clients.tolist())
         return clients * 0.5
 
-    world.learner.poll_signal = poll_signal  # type: ignore[attr-defined]
+    world.learner.client_losses = client_losses  # type: ignore[attr-defined]
     world.env.process(world.server.run())
     world.env.run()
-    assert asked == [(0, [0, 1, 2], "loss")]
-    assert world.strategy.contexts[0].features["loss"][:3].tolist() == [0.0, 0.5, 1.0]
+    assert asked == [[0, 1, 2]]
+    assert world.strategy.contexts[0].features["loss"].tolist()[:3] == [0.0, 0.5, 1.0]
+    assert np.isnan(world.strategy.contexts[0].features["loss"][3])
 
 
 class Shuffled(Recorder):
@@ -289,24 +308,26 @@ def test_resource_reports_cost_uplink_time_and_bits():
 
 
 class PollsOutsiders(Recorder):
-    def poll(self, ctx):
-        from netfl.selection.base import PollRequest
-
-        return PollRequest([self.info.n_clients - 1, self.info.n_clients - 1])
+    def choose_polled(self, ctx):
+        return [self.info.n_clients - 1, self.info.n_clients - 1]
 
 
-def test_a_poll_of_non_candidates_breaks_the_contract():
+class PollsGossip(Recorder):
+    poll_signal = "gossip"
+
+    def choose_polled(self, ctx):
+        return ctx.candidates[:1].tolist()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [("PollsOutsiders", "polled"), ("PollsGossip", "gossip")]
+)
+def test_a_bad_poll_breaks_the_contract(name, message):
     from netfl.fl.server import StrategyContractError
-    from netfl.selection.check import StrategyCheckError, check_strategy
 
-    with pytest.raises(StrategyCheckError, match="polled"):
-        check_strategy(PollsOutsiders)
-    data = scenario([group("a", 4)], selection={"name": "tests.test_protocol_steps:PollsOutsiders"})
-    with pytest.raises(StrategyContractError, match="polled"):
+    data = scenario([group("a", 4)], selection={"name": f"tests.test_protocol_steps:{name}"})
+    with pytest.raises(StrategyContractError, match=message):
         run(data)
-    from tests.protocol_helpers import Poller
-
-    check_strategy(Poller)
 
 
 def test_groups_can_be_placed_at_their_own_distances(write_scenario, tmp_path):

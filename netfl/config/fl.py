@@ -77,6 +77,17 @@ class FLConfig(StrictModel):
         " slowest one's rate, as in FedCS), unicast (each at its own rate), instant (free)."
         " null: multicast for fedcs, unicast for fedavg.",
     )
+    loss_eval_epochs: NonNegativeFloat = Field(
+        default=1 / 3,
+        description="Device work of evaluating the model's loss on its data when a strategy"
+        " polls for it (pow-d), in passes of training over the data (a forward pass costs"
+        " about a third of a training pass).",
+    )
+    oracle_exchange_time: bool = Field(
+        default=False,
+        description="Report each candidate's expected exchange time this round as the"
+        " feature expected_exchange_time_s (oracle knowledge: 003's FedCS(3) baseline).",
+    )
     aggregation_time_s: Seconds = Field(
         default=0.0, description="Time the server spends aggregating, s."
     )

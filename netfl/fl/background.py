@@ -61,6 +61,23 @@ def _length_biased(work: object, rng: np.random.Generator, size: int) -> np.ndar
     raise TypeError(f"no length-biased sampler for {type(work).__name__}")
 
 
+def second_moment(work: object) -> float:
+    """E[S^2] of a job-size distribution (for the FIFO mean wait, Pollaczek-Khinchine)."""
+    if isinstance(work, Constant):
+        return work.value**2
+    if isinstance(work, Uniform):
+        return (work.low**2 + work.low * work.high + work.high**2) / 3
+    if isinstance(work, Exponential):
+        return 2 * work.mean**2
+    if isinstance(work, LogNormal):
+        return work.median**2 * math.exp(2 * work.sigma**2)
+    if isinstance(work, Choice):
+        values = np.asarray(work.values, dtype=float)
+        p = np.full(len(values), 1 / len(values)) if work.p is None else np.asarray(work.p)
+        return float(np.dot(p, values**2))
+    raise TypeError(f"no second moment for {type(work).__name__}")
+
+
 def equilibrium_work(work: object, rng: np.random.Generator, size: int) -> np.ndarray:
     """Remaining works of jobs found in a stationary M/G/1-PS queue (i.i.d., U x L)."""
     return rng.random(size) * _length_biased(work, rng, size)

@@ -37,17 +37,27 @@ def place_groups(
     return x_m, y_m
 
 
+def update_samples(scenario: Scenario, learner: Learner) -> np.ndarray:
+    """Samples one local update processes per client: the learner's ``update_samples``
+    where it says (local steps), else local epochs x the client's samples."""
+    given = getattr(learner, "update_samples", None)
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    epochs = scenario.learning.local_epochs if scenario.learning else 1
+    return epochs * np.asarray(learner.n_samples, dtype=float)
+
+
 def build_devices(
     scenario: Scenario,
     env: simpy.Environment,
     population: Population,
-    n_samples: np.ndarray,
+    learner: Learner,
     network: Network,
     streams: Streams,
 ) -> tuple[Devices, Network, EnergyMeter]:
     """The devices, the network as the server sees it (group links added) and the meter."""
-    epochs = scenario.learning.local_epochs if scenario.learning else 1
-    devices = Devices(env, scenario.devices, population, n_samples, epochs, streams)
+    work = update_samples(scenario, learner)
+    devices = Devices(env, scenario.devices, population, learner.n_samples, work, streams)
     if any(g.link is not None for g in scenario.devices.groups):
         network = GroupLinkNetwork(
             network, scenario.devices, population, devices, streams.get("devices.link")
@@ -74,7 +84,6 @@ def build_server(
     return Server(
         env,
         config=scenario.fl,
-        local_epochs=learning.local_epochs if learning else 1,
         model_size_bits=model_size_bits,
         network=network,
         devices=devices,

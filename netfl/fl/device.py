@@ -31,7 +31,12 @@ import simpy
 from netfl.config.devices import DeviceGroup, DevicesConfig
 from netfl.config.dist import Choice, Constant, TruncNormal, Uniform
 from netfl.fl.availability import AvailabilityModel, build_availability
-from netfl.fl.background import BackgroundQueue, equilibrium_work, stationary_jobs
+from netfl.fl.background import (
+    BackgroundQueue,
+    equilibrium_work,
+    second_moment,
+    stationary_jobs,
+)
 from netfl.fl.population import Population
 from netfl.fluctuation import mab_cs_sigma, sample_mab_cs
 from netfl.rng import Streams
@@ -69,8 +74,9 @@ class Devices:
         Static per-device draws.
     n_samples
         Training samples per device (from the learner).
-    local_epochs
-        Local epochs per update.
+    update_samples
+        Samples one local update processes per device (epochs x n_samples, or local steps
+        x batch size: the learner's ``update_samples``).
     streams
         The run's random streams; the devices use ``devices.*`` ones.
     """
@@ -81,7 +87,7 @@ class Devices:
         config: DevicesConfig,
         population: Population,
         n_samples: np.ndarray,
-        local_epochs: int,
+        update_samples: np.ndarray,
         streams: Streams,
     ) -> None:
         self.env = env
@@ -89,11 +95,11 @@ class Devices:
         self.slices = population.group_slices()
         self.group_index = population.group_index
         self.n_samples = np.asarray(n_samples, dtype=np.int64)
-        self.local_epochs = local_epochs
+        self.update_samples = np.asarray(update_samples, dtype=float)
         self.cold_start_s = population.cold_start_s
         base = population.base_train_time_s
         self.compute_sps = np.where(
-            np.isnan(base), population.compute_sps, local_epochs * self.n_samples / base
+            np.isnan(base), population.compute_sps, self.update_samples / base
         )
         self.rng = {
             name: streams.get(f"devices.{name}")
@@ -194,19 +200,20 @@ class Devices:
         self.job_round[client] = self.round
         return 0.0 if warm else float(self.cold_start_s[client] * self.time_factor[client])
 
-    def run_job(self, client: int, epochs: float) -> JobTiming:
-        """A job of ``epochs`` passes over the local data entering the device now."""
-        work_s = epochs * self.n_samples[client] / self.capacity_sps[client]
-        work_s *= self.time_factor[client]
+    def run_job(self, client: int, work_samples: float) -> JobTiming:
+        """A job of ``work_samples`` training samples entering the device now."""
+        work_s = work_samples / self.capacity_sps[client] * self.time_factor[client]
         queue = self._queue(client)
         if queue is None:
             return JobTiming(0.0, float(work_s))
         start, end = queue.serve(self.env.now, float(work_s))
         return JobTiming(start - self.env.now, end - start)
 
-    def update(self, client: int) -> JobTiming:
-        """The local update: ``local_epochs`` passes over the local data."""
-        return self.run_job(client, self.local_epochs)
+    def work_samples(self, client: int, epochs: float | None) -> float:
+        """Samples of ``epochs`` passes over the local data (None: one local update)."""
+        if epochs is None:
+            return float(self.update_samples[client])
+        return float(epochs * self.n_samples[client])
 
     def _queue(self, client: int) -> BackgroundQueue | None:
         group = self.groups[int(self.group_index[client])]
@@ -232,6 +239,29 @@ class Devices:
             if g.compute_fluctuation_eta is not None:
                 fastest = mean + mab_cs_sigma(mean, g.compute_fluctuation_eta)
             fastest = fastest * _upper_bound(g.available_cpu_ratio)
-            work = self.local_epochs * self.n_samples[s] * (1 - g.exchange_noise)
-            bound[s] = work / fastest
+            bound[s] = self.update_samples[s] * (1 - g.exchange_noise) / fastest
         return bound
+
+    def expected_update_s(self, clients: np.ndarray) -> np.ndarray:
+        """Expected time from receiving the model to the update being ready, this round.
+
+        Cold start if due, plus the work at the mean capability times this round's CPU
+        ratio, slowed by the background load on average: x / (1 - rho) under processor
+        sharing, x + lambda E[S^2] / (2 (1 - rho)) under FIFO. Noise and fluctuation
+        average out (their mean factor is 1). This is the oracle's c^T theta* (003 eq. (14)).
+        """
+        clients = np.asarray(clients, dtype=np.int64)
+        work = self.update_samples[clients] / (self.compute_sps[clients] * self.cpu_ratio[clients])
+        cold = np.where(self.warm[clients], 0.0, self.cold_start_s[clients])
+        for i, g in enumerate(self.groups):
+            load = g.background
+            mine = self.group_index[clients] == i
+            if load is None or not np.any(mine):
+                continue
+            rho = load.utilization
+            if load.discipline == "ps":
+                work[mine] = work[mine] / (1 - rho)
+            else:
+                wait = load.arrival_rate_hz * second_moment(load.job_work_s) / (2 * (1 - rho))
+                work[mine] = work[mine] + wait
+        return cold + work

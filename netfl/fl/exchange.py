@@ -99,7 +99,7 @@ class Plan:
     """What an exchange sends, computes and receives."""
 
     download_bits: float
-    compute_epochs: float
+    work_epochs: float | None  # passes over the local data; None: one local update
     upload_bits: float
     distribution: str  # multicast | unicast | instant
     sequential: bool
@@ -250,7 +250,7 @@ class Exchange:
             self._log("cold_start_start", c)
             yield env.timeout(out.cold_start_s)
             self._log("cold_start_end", c, duration_s=out.cold_start_s)
-        timing = devices.run_job(c, self.plan.compute_epochs)
+        timing = devices.run_job(c, devices.work_samples(c, self.plan.work_epochs))
         out.queue_wait_s = timing.queue_wait_s
         if timing.queue_wait_s > 0:
             yield env.timeout(timing.queue_wait_s)

@@ -42,6 +42,7 @@ def round_feedback(
     distribution_start_s: float,
     local_loss: Mapping[int, float],
     features: Mapping[str, np.ndarray],
+    signals: Mapping[str, np.ndarray],
 ) -> RoundFeedback:
     """Build the strategy's feedback from the round's outcomes (in selection order)."""
     exchange = [
@@ -60,6 +61,7 @@ def round_feedback(
         local_loss=np.array([local_loss.get(o.client, math.nan) for o in outcomes]),
         global_accuracy=record.accuracy,
         global_loss=record.loss,
+        signals=signals,
         status=np.array([o.status for o in outcomes], dtype=str),
         deadline_met=np.array([o.status != "deadline_miss" for o in outcomes], dtype=bool),
         cold_start_s=np.array([o.cold_start_s for o in outcomes]),

@@ -80,6 +80,21 @@ class GroupLinkNetwork:
         features["bandwidth_hz"] = self.bandwidth_hz[np.asarray(clients, dtype=np.int64)]
         return features
 
+    def round_rate_ul_bps(self, clients: np.ndarray) -> np.ndarray:
+        """This round's upload rates: B eta on group links (noise aside), else nominal."""
+        clients = np.asarray(clients, dtype=np.int64)
+        own = self.bandwidth_hz[clients] * self.efficiency[clients]
+        return np.where(self.linked[clients], own, self.rate_ul_bps[clients])
+
+    def round_rate_dl_bps(self, clients: np.ndarray) -> np.ndarray:
+        """This round's download rates (see :meth:`round_rate_ul_bps`)."""
+        clients = np.asarray(clients, dtype=np.int64)
+        fixed = self.fixed_dl_bps[clients]
+        own = np.where(
+            np.isnan(fixed), self.bandwidth_hz[clients] * self.efficiency[clients], fixed
+        )
+        return np.where(self.linked[clients], own, self.rate_dl_bps[clients])
+
     def _ul_rate(self, client: int) -> float:
         slowdown = float(self.time_factor.time_factor[client])
         return float(self.bandwidth_hz[client] * self.efficiency[client]) / slowdown

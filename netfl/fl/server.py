@@ -28,11 +28,17 @@ from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
 from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
+from netfl.fl.signals import LearningSignals
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
-from netfl.selection.base import PollRequest, SelectionContext, Strategy
+from netfl.selection.base import SelectionContext, Strategy
 from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
+
+#: A polled client's answer to ``poll_loss``: one number (32 bits).
+POLL_ANSWER_BITS = 32.0
+#: ``Strategy.poll_signal`` -> the feature that carries the answers.
+POLL_PLANS = {"poll_loss": "loss", "update_vector": "update_vector"}
 
 
 class StrategyContractError(RuntimeError):
@@ -47,7 +53,6 @@ class Server:
         env: simpy.Environment,
         *,
         config: FLConfig,
-        local_epochs: int,
         model_size_bits: float,
         network: Network,
         devices: Devices,
@@ -61,7 +66,6 @@ class Server:
     ) -> None:
         self.env = env
         self.config = config
-        self.local_epochs = local_epochs
         self.model_size_bits = model_size_bits
         self.network = network
         self.devices = devices
@@ -75,6 +79,7 @@ class Server:
         self.energy = energy or EnergyMeter.off(self.n_clients)
         self.parts = Parts(env, network, devices, timeline, self.energy)
         self.reported = ReportedTimes(self.n_clients)
+        self.signals = LearningSignals(learner, strategy.requires)
         self.counts = {
             name: np.zeros(self.n_clients, dtype=np.int64)
             for name in ("selected", "completed", "dropped", "deadline_miss")
@@ -138,9 +143,8 @@ class Server:
         limit = self._limit(record.t_start_s)
         candidates = yield from self._resource_request(r, limit)
         ctx = self._context(r, candidates, self._features(candidates))
-        poll = self.strategy.poll(ctx)
-        if poll is not None:
-            features = yield from self._poll(r, poll, ctx, limit)
+        features = yield from self._poll(ctx, limit)
+        if features is not ctx.features:
             ctx = self._context(r, candidates, features)
         selected = yield from self._select(ctx)
         if not selected:
@@ -150,7 +154,7 @@ class Server:
         self.devices.note_selected(r, np.asarray(selected))
         plan = Plan(
             download_bits=self.model_size_bits,
-            compute_epochs=self.local_epochs,
+            work_epochs=None,
             upload_bits=self.model_size_bits,
             distribution=self.config.distribution_mode,
             sequential=self.config.protocol == "fedcs",
@@ -206,7 +210,24 @@ class Server:
         network_features = getattr(self.network, "features", None)
         if network_features is not None:
             features.update(network_features(candidates))
+        if self.config.oracle_exchange_time:
+            features["expected_exchange_time_s"] = self._expected_exchange_s(candidates)
         return features
+
+    def _expected_exchange_s(self, clients: np.ndarray) -> np.ndarray:
+        """Oracle: each client's expected exchange time this round if selected alone.
+
+        Download (own rate; 0 if instant) + expected update + upload, at the round's rates
+        where the network knows them (group links), else the nominal ones.
+        """
+        bits = self.model_size_bits
+        rates = {}
+        for way in ("ul", "dl"):
+            current = getattr(self.network, f"round_rate_{way}_bps", None)
+            nominal = getattr(self.network, f"rate_{way}_bps")
+            rates[way] = current(clients) if current is not None else nominal[clients]
+        download = 0.0 if self.config.distribution_mode == "instant" else bits / rates["dl"]
+        return download + self.devices.expected_update_s(clients) + bits / rates["ul"]
 
     def _context(
         self, r: int, candidates: np.ndarray, features: Mapping[str, np.ndarray]
@@ -232,44 +253,44 @@ class Server:
             )
 
     def _poll(
-        self, r: int, poll: PollRequest, ctx: SelectionContext, limit: float | None
-    ) -> Generator[simpy.Event, Any, dict[str, np.ndarray]]:
-        """Simulate the strategy's poll; its answers join the candidates' features."""
-        clients = list(poll.clients)
-        self._distinct_candidates(r, "polled", clients, ctx)
+        self, ctx: SelectionContext, limit: float | None
+    ) -> Generator[simpy.Event, Any, Mapping[str, np.ndarray]]:
+        """Poll the candidates the strategy names (``choose_polled``), before selection.
+
+        ``poll_signal`` ``"poll_loss"``: the model goes down, the device evaluates its loss
+        (``loss_eval_epochs`` passes of work) and sends one number back (32 bits);
+        ``"update_vector"``: the model goes down, the device runs a local update and sends
+        the update back (model-size bits; not aggregated). The poll ends when every answer
+        arrived, or at the round's limit. The answers join the candidates' features
+        (``loss`` or ``update_vector``, NaN where unanswered) with ``polled``.
+        """
+        choose = getattr(self.strategy, "choose_polled", None)
+        clients = [int(c) for c in choose(ctx)] if choose is not None else []
+        if not clients:
+            return ctx.features
+        self._distinct_candidates(ctx.round, "polled", clients, ctx)
+        signal = str(getattr(self.strategy, "poll_signal", "poll_loss"))
+        if signal not in POLL_PLANS:
+            raise StrategyContractError(f"unknown poll_signal {signal!r}; known: {POLL_PLANS}")
+        loss = signal == "poll_loss"
         plan = Plan(
-            download_bits=self.model_size_bits
-            if poll.download_bits is None
-            else poll.download_bits,
-            compute_epochs=poll.compute_epochs,
-            upload_bits=poll.upload_bits,
+            download_bits=self.model_size_bits,
+            work_epochs=self.config.loss_eval_epochs if loss else None,
+            upload_bits=POLL_ANSWER_BITS if loss else self.model_size_bits,
             distribution=self.config.distribution_mode,
             sequential=False,
             prefix="poll_",
         )
-        round_limit = math.inf if limit is None else limit
-        timeout = math.inf if poll.timeout_s is None else self.env.now + poll.timeout_s
-        exchange = Exchange(self.parts, r, clients, plan, target=None)
-        outcomes = yield from exchange.run(
-            None if math.isinf(min(timeout, round_limit)) else min(timeout, round_limit),
-            on_limit="enough" if timeout < round_limit else "limit",
-        )
+        exchange = Exchange(self.parts, ctx.round, clients, plan, target=None)
+        outcomes = yield from exchange.run(limit)
         answered = np.array([o.client for o in outcomes if o.completed], dtype=np.int64)
-        values = self._poll_signal(r, answered, poll.signal)
-        position = {int(c): i for i, c in enumerate(ctx.candidates)}
-        signal = np.full(len(ctx.candidates), np.nan)
+        values = self.signals.polled(ctx.round, answered, signal)
+        rows = np.searchsorted(ctx.candidates, answered)  # candidates are sorted
+        column = np.full((len(ctx.candidates), *values.shape[1:]), np.nan)
+        column[rows] = values
         polled = np.zeros(len(ctx.candidates))
-        for c, value in zip(answered.tolist(), values.tolist(), strict=True):
-            signal[position[c]] = value
-            polled[position[c]] = 1.0
-        return {**ctx.features, poll.signal: signal, "polled": polled}
-
-    def _poll_signal(self, r: int, clients: np.ndarray, signal: str) -> np.ndarray:
-        """The learner's answer to a poll (NaN if the learner cannot compute it)."""
-        compute = getattr(self.learner, "poll_signal", None)
-        if compute is None or len(clients) == 0:
-            return np.full(len(clients), np.nan)
-        return np.asarray(compute(r, clients, signal), dtype=float)
+        polled[rows] = 1.0
+        return {**ctx.features, POLL_PLANS[signal]: column, "polled": polled}
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
         chosen = [int(c) for c in self.strategy.select(ctx)]
@@ -300,7 +321,7 @@ class Server:
         record.selected = [o.client for o in outcomes]
         record.completed = [o.client for o in outcomes if o.completed]
         clients = np.asarray(record.completed, dtype=np.int64)
-        result = self.learner.local_update(r, clients)
+        result = self.signals.local_update(r, clients, self.signals.wants)
         self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
         self.timeline.record(
             env.now,
@@ -319,8 +340,9 @@ class Server:
         self._count(record, outcomes)
         self.reported.observe(outcomes)
         loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
+        signals = self.signals.feedback(result, record.selected)
         self.strategy.observe(
-            round_feedback(record, outcomes, distribution_start_s, loss, features)
+            round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
         )
         if self.on_round is not None:
             self.on_round(record)

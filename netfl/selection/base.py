@@ -7,11 +7,7 @@ into the simulator; it draws randomness only from the generator given to ``setup
 
 Writing one: subclass :class:`Strategy`, take your YAML ``params`` as typed keyword
 arguments of ``__init__`` (they are validated against the signature), override ``select``
-and, if it learns, ``observe``. Declare learning signals you need in ``requires``. A
-strategy that must ask clients something before choosing (pow-d polls d candidates for
-their local loss) overrides ``poll``: the server simulates that exchange (model download,
-on-device computation, answer upload) in time and bits, then calls ``select`` with the
-answers in ``ctx.features``.
+and, if it learns, ``observe``. Declare learning signals you need in ``requires``.
 """
 
 from __future__ import annotations
@@ -43,19 +39,16 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PopulationInfo:
-    """What a strategy knows about the whole population by design.
-
-    ``budget`` is how many clients to select per round; ``target`` how many updates the
-    server aggregates (smaller than the budget under over-selection; None: the budget).
-    ``model_size_bits`` is M, the model's size on the air.
-    """
+    """What a strategy knows about the whole population by design."""
 
     n_clients: int
     budget: int
     n_samples: np.ndarray
     rounds: int | None = None
     deadline_s: float | None = None
-    model_size_bits: float = math.nan
+    #: Size of the model on the air, bits (None where the scenario does not say).
+    model_size_bits: float | None = None
+    #: Updates the server aggregates per round (m); below ``budget`` with over-selection.
     target: int | None = None
 
     def __post_init__(self) -> None:
@@ -88,9 +81,10 @@ class SelectionContext:
         Extra per-candidate arrays, aligned with candidates: ``mu`` (available CPU ratio
         reported in the resource request), ``cold_start`` (1.0 if the client was not
         selected in the previous round: RBCS-F's s), ``bandwidth_hz`` (allocated bandwidth
-        of the round on a group link, NaN otherwise); after a poll, the polled signal
-        (``loss``; NaN where not polled or not answered) and ``polled`` (1.0 if answered).
-        RBCS-F's context is c = [1 / mu, cold_start, M / bandwidth_hz].
+        of the round on a group link, NaN otherwise), ``expected_exchange_time_s`` (oracle
+        knowledge, only with ``fl.oracle_exchange_time``); after a poll, the polled signal
+        (``loss`` or ``update_vector``; NaN where not polled or not answered) and
+        ``polled`` (1.0 if answered). RBCS-F's context is c = [1/mu, cold_start, M/B].
     target
         How many updates the server will aggregate (None: ``budget``).
     """
@@ -169,35 +163,6 @@ class RoundFeedback:
         object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
 
 
-@dataclass(frozen=True)
-class PollRequest:
-    """Extra communication a strategy needs before it selects (e.g. pow-d's loss poll).
-
-    The server sends ``download_bits`` (None: the model) to each of ``clients``, runs a job
-    of ``compute_epochs`` passes over each client's local data on its device (a loss
-    evaluation is a forward pass: about a third of a training epoch), and receives
-    ``upload_bits`` back; then it asks the learner for ``signal`` of the clients whose
-    answer arrived and passes it to ``select`` in ``ctx.features[signal]``. The poll ends
-    when every answer has arrived, after ``timeout_s`` (None: no timeout), or at the round
-    deadline, whichever comes first. Its time, bits and energy are recorded like any other
-    exchange (timeline kinds ``poll_*``).
-    """
-
-    clients: Sequence[int]
-    compute_epochs: float = 1.0
-    upload_bits: float = 32.0
-    download_bits: float | None = None
-    signal: str = "loss"
-    timeout_s: float | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "clients", [int(c) for c in self.clients])
-        if self.compute_epochs < 0 or self.upload_bits < 0:
-            raise ValueError("compute_epochs and upload_bits must not be negative")
-        if self.download_bits is not None and self.download_bits < 0:
-            raise ValueError("download_bits must not be negative")
-
-
 class Strategy(ABC):
     """Base class of client-selection strategies (see the module docstring)."""
 
@@ -211,14 +176,6 @@ class Strategy(ABC):
         """Called once before the first round."""
         self.info = info
         self.rng = rng
-
-    def poll(self, ctx: SelectionContext) -> PollRequest | None:
-        """Ask candidates something before selecting (default: nothing).
-
-        Called after the resource request with the same context ``select`` then receives
-        (without the answers); return a :class:`PollRequest` naming distinct candidates.
-        """
-        return None
 
     @abstractmethod
     def select(self, ctx: SelectionContext) -> Sequence[int]:

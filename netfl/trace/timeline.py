@@ -4,9 +4,9 @@ One row per event. ``t_s`` is simulated seconds, ``round`` and ``client`` are -1
 do not apply, ``kind`` names the event, and the value columns hold NaN where they do not
 apply. Columns are public API: new ones may be added, none renamed.
 
-A client's phases in a round are the gaps between its consecutive events (see
-:mod:`netfl.trace.phases`): download (``download_start`` -> ``download_end``), cold start
-(``cold_start_start`` -> ``cold_start_end``, absent when warm), queue wait (the end of the
+A client's phases in a round are the gaps between its consecutive events: download
+(``download_start`` -> ``download_end``), cold start (``cold_start_start`` ->
+``cold_start_end``, absent when warm), queue wait (the end of the
 previous phase -> ``compute_start``: background jobs ahead of the FL job under FIFO),
 compute (``compute_start`` -> ``compute_end``), upload wait (``compute_end`` ->
 ``upload_start``: waiting for its turn in FedCS's scheduled upload) and upload

@@ -1,9 +1,10 @@
-"""Reconstruct each client's phases in each round from the timeline.
+"""Reconstruct each client's phases in each round from the timeline (test helper).
 
-One row per (round, client, exchange), where ``exchange`` is ``update`` (the round's
-distribution, update and upload) or ``poll`` (a strategy's poll, kinds ``poll_*``). Phase
-durations are differences of event times (see :mod:`netfl.trace.timeline`); a phase the
-client never reached is NaN, a cold start it did not need is 0.
+Checks that the timeline alone determines every phase the server measured. One row per
+(round, client, exchange), where ``exchange`` is ``update`` (the round's distribution,
+update and upload) or ``poll`` (a strategy's poll, kinds ``poll_*``). Phase durations are
+differences of event times (see :mod:`netfl.trace.timeline`); a phase the client never
+reached is NaN, a cold start it did not need is 0.
 """
 
 from __future__ import annotations
