@@ -18,11 +18,34 @@ from netfl.scenario import scenario_from_data
 from netfl.simulation import write_results
 from netfl.world import build_world
 
+#: Every device feature at once: background load, on/off availability, cold start,
+#: MAB-CS fluctuation, per-round CPU ratio, exchange noise.
+DEVICE_FEATURES: dict[str, Any] = {
+    "background": {"arrival_rate_hz": 0.05, "job_work_s": {"dist": "exponential", "mean": 5}},
+    "availability": {"kind": "markov", "mean_on_s": 3600, "mean_off_s": 600},
+    "cold_start_s": {"dist": "uniform", "low": 0.5, "high": 2.0},
+    "compute_fluctuation_eta": 1.5,
+    "available_cpu_ratio": {"dist": "uniform", "low": 0.5, "high": 2.0},
+    "exchange_noise": 0.5,
+}
+
 
 def bench_scenario(
-    n_clients: int, rounds: int, per_round: int, protocol: str, request_fraction: float
+    n_clients: int,
+    rounds: int,
+    per_round: int,
+    protocol: str,
+    request_fraction: float,
+    features: bool = False,
 ) -> dict[str, Any]:
     """A timing-only scenario: radio placeholder rates, heterogeneous devices."""
+    group: dict[str, Any] = {
+        "name": "phones",
+        "count": n_clients,
+        "compute_sps": {"dist": "uniform", "low": 10, "high": 100},
+        "n_samples": {"dist": "uniform", "low": 100, "high": 1000},
+        **(DEVICE_FEATURES if features else {}),
+    }
     return {
         "name": "bench",
         "seed": 1,
@@ -31,16 +54,7 @@ def bench_scenario(
             "rate_ul_bps": {"dist": "uniform", "low": 1.0e6, "high": 5.0e6},
             "rate_dl_bps": {"dist": "uniform", "low": 5.0e6, "high": 20.0e6},
         },
-        "devices": {
-            "groups": [
-                {
-                    "name": "phones",
-                    "count": n_clients,
-                    "compute_sps": {"dist": "uniform", "low": 10, "high": 100},
-                    "n_samples": {"dist": "uniform", "low": 100, "high": 1000},
-                }
-            ]
-        },
+        "devices": {"groups": [group]},
         "fl": {
             "protocol": protocol,
             "rounds": rounds,
@@ -59,9 +73,10 @@ def measure(
     per_round: int = 100,
     protocol: str = "fedavg",
     request_fraction: float = 0.1,
+    features: bool = False,
 ) -> dict[str, Any]:
     """Build, run and write once; wall and CPU seconds of the simulation itself."""
-    data = bench_scenario(n_clients, rounds, per_round, protocol, request_fraction)
+    data = bench_scenario(n_clients, rounds, per_round, protocol, request_fraction, features)
     started = time.perf_counter()
     world = build_world(scenario_from_data(data))
     build = time.perf_counter() - started
@@ -79,7 +94,7 @@ def measure(
         "clients": n_clients,
         "rounds": rounds,
         "per_round": per_round,
-        "protocol": protocol,
+        "protocol": protocol + (" + devices" if features else ""),
         "C": request_fraction,
         "events": len(world.timeline),
         "simpy_events": simpy_events,
@@ -96,6 +111,10 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "headline": [
         {"n_clients": 10_000, "rounds": 1000, "protocol": "fedavg"},
         {"n_clients": 10_000, "rounds": 1000, "protocol": "fedcs"},
+    ],
+    "devices": [
+        {"n_clients": 10_000, "rounds": 1000, "protocol": p, "features": True}
+        for p in ("fedavg", "fedcs")
     ],
     "clients": [{"n_clients": n, "rounds": 200} for n in (1_000, 10_000, 100_000)],
     "rounds": [{"n_clients": 10_000, "rounds": r} for r in (250, 500, 1000, 2000)],

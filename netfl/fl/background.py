@@ -31,8 +31,6 @@ import numpy as np
 from netfl.config.devices import BackgroundLoad
 from netfl.config.dist import Choice, Constant, Exponential, LogNormal, Uniform
 
-_EPS_S = 1e-12
-
 
 def stationary_jobs(rho: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """Number of background jobs present at a random time: P(N = n) = (1 - rho) rho^n."""
@@ -147,39 +145,53 @@ class BackgroundQueue:
                 self._arrive()  # queued behind the FL job: untouched until it ends
             self.t_s = end
             return start, end
-        remaining = work_s
-        while remaining > _EPS_S:
-            remaining = self._ps_step_with_fl(remaining)
+        remaining: float | None = work_s
+        while remaining:
+            remaining = self._ps_step(math.inf, remaining)
         return now_s, self.t_s
 
     # -- internals ----------------------------------------------------------------------
 
+    def _tolerance(self) -> float:
+        """Work below which a job is done: far above float rounding at this time."""
+        return 1e-9 * max(1.0, abs(self.t_s))
+
     def _step(self, until_s: float) -> None:
         """Advance to the next background event (arrival or departure) or ``until_s``."""
-        if not self.jobs:
-            t = min(self.next_arrival_s, until_s)
-        elif self.load.discipline == "fifo":
-            t = min(self.t_s + self.jobs[0], self.next_arrival_s, until_s)
-            self.jobs[0] -= t - self.t_s
-            if self.jobs[0] <= _EPS_S:
-                self.jobs.pop(0)
+        if self.load.discipline == "ps" or not self.jobs:
+            self._ps_step(until_s, None)
+            return
+        departure = self.t_s + self.jobs[0]
+        t = min(departure, self.next_arrival_s, until_s)
+        if t >= departure:
+            self.jobs.pop(0)  # exactly: no rounding left behind
         else:
-            n = len(self.jobs)
-            t = min(self.t_s + min(self.jobs) * n, self.next_arrival_s, until_s)
-            served = (t - self.t_s) / n
-            self.jobs = [w - served for w in self.jobs if w - served > _EPS_S]
+            self.jobs[0] -= t - self.t_s
+            if self.jobs[0] <= self._tolerance():
+                self.jobs.pop(0)
         self.t_s = t
         if t >= self.next_arrival_s:
             self._arrive()
 
-    def _ps_step_with_fl(self, remaining_s: float) -> float:
-        """One event of PS with the FL job present; returns the FL job's remaining work."""
-        n = len(self.jobs) + 1
-        smallest = min(self.jobs, default=math.inf)
-        t = min(self.t_s + min(remaining_s, smallest) * n, self.next_arrival_s)
-        served = (t - self.t_s) / n
-        self.jobs = [w - served for w in self.jobs if w - served > _EPS_S]
+    def _ps_step(self, until_s: float, fl_work_s: float | None) -> float | None:
+        """One event of processor sharing, with the FL job if ``fl_work_s`` is given.
+
+        Returns the FL job's remaining work (0.0 when it just finished). At a departure
+        the departing job is served exactly its remaining work, so every step makes
+        progress even where ``t + work`` rounds to ``t``.
+        """
+        n = len(self.jobs) + (fl_work_s is not None)
+        first = min(min(self.jobs, default=math.inf), math.inf if fl_work_s is None else fl_work_s)
+        departure = self.t_s + first * n if n else math.inf
+        t = min(departure, self.next_arrival_s, until_s)
+        if n:
+            served = first if t >= departure else (t - self.t_s) / n
+            tolerance = self._tolerance()
+            self.jobs = [w - served for w in self.jobs if w - served > tolerance]
+            if fl_work_s is not None:
+                fl_work_s = fl_work_s - served
+                fl_work_s = fl_work_s if fl_work_s > tolerance else 0.0
         self.t_s = t
-        if self.t_s >= self.next_arrival_s and remaining_s - served > _EPS_S:
+        if t >= self.next_arrival_s and fl_work_s != 0.0:
             self._arrive()
-        return remaining_s - served
+        return fl_work_s
