@@ -80,9 +80,9 @@ def measure(
     started = time.perf_counter()
     world = build_world(scenario_from_data(data))
     build = time.perf_counter() - started
-    world.env.process(world.server.run())
+    server = world.env.process(world.server.run())
     wall, cpu = time.perf_counter(), time.process_time()
-    world.env.run()
+    world.env.run(until=server)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:

@@ -86,8 +86,8 @@ def scenario(groups: list[dict[str, Any]], **sections: Any) -> dict[str, Any]:
 def run(data: dict[str, Any], overrides: Sequence[str] = ()) -> World:
     """Build and run a scenario in memory (no run directory)."""
     world = build_world(scenario_from_data(data, overrides=overrides))
-    world.env.process(world.server.run())
-    world.env.run()
+    # Until the server is done: background traffic would never run out of events.
+    world.env.run(until=world.env.process(world.server.run()))
     return world
 
 

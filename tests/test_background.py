@@ -65,7 +65,7 @@ def test_without_arrivals_the_job_ends_as_the_disciplines_say(jobs, work, discip
     load = BackgroundLoad(arrival_rate_hz=0.0, job_work_s=1.0, discipline=discipline)
     queue = BackgroundQueue(load, list(jobs), now, np.random.default_rng(0))
     start, end = queue.serve(now, work)
-    tolerance = 1e-9 * max(1.0, now)
+    tolerance = 1e-9 * max(1.0, now)  # float spacing of t is ~1e-16 t
     if discipline == "ps":
         assert start == now
         assert end - now == pytest.approx(work + sum(min(r, work) for r in jobs), abs=tolerance)

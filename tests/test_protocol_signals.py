@@ -109,3 +109,37 @@ def test_oracle_expected_update_matches_the_mean_under_background_load():
     }
     assert actual.mean() == pytest.approx(expected.mean(), rel=0.05)
     assert len(events(world, "cold_start_end")) > 0
+
+
+def test_the_learners_own_global_update_is_preferred():
+    class WithGlobal(_Learner):
+        def global_update(self):
+            return np.array([7.0, 7.0, 7.0])
+
+    signals = LearningSignals(WithGlobal(), frozenset({"update_vector"}))
+    result = signals.local_update(0, np.array([1]), signals.wants)
+    assert signals.feedback(result, [1])["global_update"].tolist() == [7.0] * 3
+
+
+def test_evaluations_follow_a_schedule_object_and_log_client_losses():
+    from netfl.scenario import scenario_from_data
+    from netfl.world import build_world
+
+    @dataclass
+    class _Evaluation:
+        accuracy: float
+        loss: float
+        client_loss: np.ndarray
+
+    class EveryOther:
+        def due(self, round, now_s):
+            return round % 2 == 1
+
+    world = build_world(scenario_from_data(scenario([group("a", 3)], fl={"rounds": 4})))
+    world.server.eval_schedule = EveryOther()
+    world.learner.evaluate = lambda: _Evaluation(0.5, 1.0, np.array([0.1, 0.2, 0.3]))
+    world.env.run(until=world.env.process(world.server.run()))
+    assert [r.round for r in world.server.records if r.accuracy == 0.5] == [1, 3]
+    rows = events(world, "client_loss")
+    assert rows["round"].tolist() == [1, 1, 1, 3, 3, 3]
+    assert rows["loss"].tolist() == pytest.approx([0.1, 0.2, 0.3] * 2)

@@ -158,8 +158,7 @@ def test_poll_answers_come_from_the_learner():
         return clients * 0.5
 
     world.learner.client_losses = client_losses  # type: ignore[attr-defined]
-    world.env.process(world.server.run())
-    world.env.run()
+    world.env.run(until=world.env.process(world.server.run()))
     assert asked == [[0, 1, 2]]
     assert world.strategy.contexts[0].features["loss"].tolist()[:3] == [0.0, 0.5, 1.0]
     assert np.isnan(world.strategy.contexts[0].features["loss"][3])

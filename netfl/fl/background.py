@@ -81,6 +81,11 @@ def equilibrium_work(work: object, rng: np.random.Generator, size: int) -> np.nd
     return rng.random(size) * _length_biased(work, rng, size)
 
 
+#: Remaining work that counts as none: a picosecond. Departures serve the departing job
+#: exactly, so progress never depends on this (t + work may round to t late in a run).
+_DONE_S = 1e-12
+
+
 class BackgroundQueue:
     """One device's background jobs, advanced event by event (no SimPy needed).
 
@@ -152,10 +157,6 @@ class BackgroundQueue:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _tolerance(self) -> float:
-        """Work below which a job is done: far above float rounding at this time."""
-        return 1e-9 * max(1.0, abs(self.t_s))
-
     def _step(self, until_s: float) -> None:
         """Advance to the next background event (arrival or departure) or ``until_s``."""
         if self.load.discipline == "ps" or not self.jobs:
@@ -167,7 +168,7 @@ class BackgroundQueue:
             self.jobs.pop(0)  # exactly: no rounding left behind
         else:
             self.jobs[0] -= t - self.t_s
-            if self.jobs[0] <= self._tolerance():
+            if self.jobs[0] <= _DONE_S:
                 self.jobs.pop(0)
         self.t_s = t
         if t >= self.next_arrival_s:
@@ -186,11 +187,10 @@ class BackgroundQueue:
         t = min(departure, self.next_arrival_s, until_s)
         if n:
             served = first if t >= departure else (t - self.t_s) / n
-            tolerance = self._tolerance()
-            self.jobs = [w - served for w in self.jobs if w - served > tolerance]
+            self.jobs = [w - served for w in self.jobs if w - served > _DONE_S]
             if fl_work_s is not None:
                 fl_work_s = fl_work_s - served
-                fl_work_s = fl_work_s if fl_work_s > tolerance else 0.0
+                fl_work_s = fl_work_s if fl_work_s > _DONE_S else 0.0
         self.t_s = t
         if t >= self.next_arrival_s and fl_work_s != 0.0:
             self._arrive()

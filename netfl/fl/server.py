@@ -62,6 +62,7 @@ class Server:
         request_rng: np.random.Generator,
         energy: EnergyMeter | None = None,
         eval_every_rounds: int = 1,
+        eval_schedule: Any = None,
         on_round: Callable[[RoundRecord], None] | None = None,
     ) -> None:
         self.env = env
@@ -74,6 +75,7 @@ class Server:
         self.timeline = timeline
         self.request_rng = request_rng
         self.eval_every_rounds = eval_every_rounds
+        self.eval_schedule = eval_schedule  # an object with due(round, now_s), or None
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
         self.energy = energy or EnergyMeter.off(self.n_clients)
@@ -330,9 +332,7 @@ class Server:
             bits=len(clients) * self.model_size_bits,
             duration_s=aggregation_s,
         )
-        if (r + 1) % self.eval_every_rounds == 0 or (
-            self.config.rounds is not None and r + 1 == self.config.rounds
-        ):
+        if self._evaluation_due(r):
             self._evaluate(record)
         record.t_end_s = env.now
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
@@ -355,6 +355,12 @@ class Server:
         record.n_dropped = sum(o.status == "dropped" for o in outcomes)
         record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
 
+    def _evaluation_due(self, r: int) -> bool:
+        if self.eval_schedule is not None:
+            return bool(self.eval_schedule.due(r, self.env.now))
+        last = self.config.rounds is not None and r + 1 == self.config.rounds
+        return (r + 1) % self.eval_every_rounds == 0 or last
+
     def _evaluate(self, record: RoundRecord) -> None:
         evaluation = self.learner.evaluate()
         record.accuracy, record.loss = evaluation.accuracy, evaluation.loss
@@ -365,6 +371,10 @@ class Server:
             accuracy=evaluation.accuracy,
             loss=evaluation.loss,
         )
+        client_loss = getattr(evaluation, "client_loss", None)  # learning.fairness_loss
+        if client_loss is not None:
+            for client, loss in enumerate(np.asarray(client_loss).tolist()):
+                self.timeline.record(self.env.now, "client_loss", record.round, client, loss=loss)
 
     def _final_evaluation(self) -> None:
         if self.records and math.isnan(self.records[-1].accuracy):

@@ -8,7 +8,8 @@ missing), so the protocol runs with any learner that has the basic ``Learner`` m
   clients whose update did not arrive): ``local_loss_std`` (the spread of the local
   minibatch losses, UCB-CS eq. (7)); with ``update_vector`` required, ``update_vector``
   (w_local - w_global, one row per client) and ``global_update`` (the aggregate's change
-  of the global model: the data-size-weighted mean of the arrived updates, FedAvg);
+  of the global model: the learner's ``global_update()``, or else the data-size-weighted
+  mean of the arrived updates, which is FedAvg's change);
 - for a poll: ``client_losses`` (``poll_loss``) or a local update's ``update_vectors``
   (``update_vector``) of the polled clients that answered.
 """
@@ -68,9 +69,14 @@ class LearningSignals:
             rows = np.full((len(selected), vectors.shape[1]), np.nan)
             rows[arrived] = vectors[index[arrived]]
             signals["update_vector"] = rows
-            weights = np.asarray(result.n_samples, dtype=float)
-            total = weights.sum()
-            signals["global_update"] = (
-                weights @ vectors / total if total > 0 else np.zeros(vectors.shape[1])
-            )
+            signals["global_update"] = self._global_update(result, vectors)
         return signals
+
+    def _global_update(self, result: Any, vectors: np.ndarray) -> np.ndarray:
+        """w^t - w^{t-1}: the learner's own where it has one, else FedAvg's weighted mean."""
+        own = getattr(self.learner, "global_update", None)
+        if own is not None:
+            return np.asarray(own(), dtype=float)
+        weights = np.asarray(result.n_samples, dtype=float)
+        total = weights.sum()
+        return weights @ vectors / total if total > 0 else np.zeros(vectors.shape[1])

@@ -54,12 +54,22 @@ KINDS: dict[str, str] = {
     "poll_upload_end": "poll: the answer arrived at the server",
     "aggregate": "the server has aggregated the arrived updates (duration_s: its time)",
     "evaluate": "the global model is evaluated (accuracy, loss)",
+    "client_loss": "a client's loss of the global model at an evaluation (learning.fairness_loss)",
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
     "background_flow_end": "a background (non-FL) transfer completes",
 }
 
 VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
+
+#: Columns only some runs have (RB allocations of the LTE model): appended after the value
+#: columns when any event sets them, null in the other rows.
+OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
+    "n_rb": pa.float64(),
+    "n_rb_total": pa.float64(),
+    "flow": pa.int64(),
+    "direction": pa.string(),
+}
 
 SCHEMA = pa.schema(
     [
@@ -76,8 +86,8 @@ class Timeline:
     """Column-wise event recorder; cheap to append, converted to Arrow once.
 
     Columns are typed arrays (8 bytes a value or less), kinds are small integer codes, and
-    value columns are stored sparsely (row index, value) and filled with NaN on export, so
-    a million events take tens of megabytes.
+    value and optional columns are stored sparsely (row index, value) and filled with NaN
+    (or null) on export, so a million events take tens of megabytes.
     """
 
     def __init__(self) -> None:
@@ -86,8 +96,11 @@ class Timeline:
         self._client = array("i")
         self._kind = array("h")
         self._codes: dict[str, int] = {}
-        self._rows: dict[str, array[int]] = {name: array("q") for name in VALUE_COLUMNS}
+        self._rows: dict[str, array[int]] = {
+            name: array("q") for name in (*VALUE_COLUMNS, *OPTIONAL_COLUMNS)
+        }
         self._values: dict[str, array[float]] = {name: array("d") for name in VALUE_COLUMNS}
+        self._optional: dict[str, list[object]] = {name: [] for name in OPTIONAL_COLUMNS}
 
     def __len__(self) -> int:
         return len(self._t)
@@ -98,20 +111,26 @@ class Timeline:
             code = self._codes[kind] = len(self._codes)
         return code
 
-    def _check(self, values: dict[str, float]) -> None:
+    def _check(self, values: dict[str, Any]) -> None:
         if not values.keys() <= self._rows.keys():
             raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
 
+    def _store(self, name: str, value: Any) -> None:
+        if name in self._values:
+            self._values[name].append(value)
+        else:
+            self._optional[name].append(value)
+
     def record(
-        self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float
+        self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float | str
     ) -> None:
-        """Append one event. ``values`` keys must be value columns."""
+        """Append one event. ``values`` keys must be value or optional columns."""
         if values:
             self._check(values)
             row = len(self._t)
             for name, value in values.items():
                 self._rows[name].append(row)
-                self._values[name].append(value)
+                self._store(name, value)
         self._t.append(t_s)
         self._round.append(round)
         self._client.append(client)
@@ -138,6 +157,12 @@ class Timeline:
         column[rows] = np.frombuffer(self._values[name], dtype=np.float64)
         return column
 
+    def _optional_column(self, name: str) -> pa.Array:
+        column: list[object] = [None] * len(self._t)
+        for row, value in zip(self._rows[name], self._optional[name], strict=True):
+            column[row] = value
+        return pa.array(column, OPTIONAL_COLUMNS[name])
+
     def to_arrow(self) -> pa.Table:
         kinds = pa.DictionaryArray.from_arrays(
             pa.array(np.frombuffer(self._kind, dtype=np.int16), pa.int16()),
@@ -150,4 +175,9 @@ class Timeline:
             kinds,
             *(pa.array(self._column(name), pa.float64()) for name in VALUE_COLUMNS),
         ]
-        return pa.Table.from_arrays(columns, schema=SCHEMA)
+        schema = SCHEMA
+        for name, dtype in OPTIONAL_COLUMNS.items():
+            if self._rows[name]:
+                columns.append(self._optional_column(name))
+                schema = schema.append(pa.field(name, dtype))
+        return pa.Table.from_arrays(columns, schema=schema)
