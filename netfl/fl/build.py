@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import simpy
@@ -77,8 +78,11 @@ def build_server(
     strategy: Strategy,
     timeline: Timeline,
     streams: Streams,
+    eval_schedule: Any = None,
     on_round: Callable[[RoundRecord], None] | None = None,
 ) -> Server:
+    """The FL server; ``eval_schedule`` (an object with ``due(round, now_s)``) overrides
+    ``learning.eval_every_rounds``."""
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
     learning = scenario.learning
     return Server(
@@ -93,6 +97,7 @@ def build_server(
         request_rng=streams.get("fl.request"),
         energy=energy,
         eval_every_rounds=learning.eval_every_rounds if learning else 1,
+        eval_schedule=eval_schedule,
         on_round=on_round,
     )
 

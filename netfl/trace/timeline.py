@@ -58,6 +58,10 @@ KINDS: dict[str, str] = {
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
     "background_flow_end": "a background (non-FL) transfer completes",
+    "rb_allocation": (
+        "a flow's resource blocks change: it holds `n_rb` RBs from now on (0 releases them);"
+        " optional columns `flow`, `direction` ('ul'/'dl'), `n_rb_total` (netfl/trace/rb.py)"
+    ),
 }
 
 VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
