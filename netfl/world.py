@@ -14,9 +14,9 @@ import numpy as np
 import simpy
 
 from netfl.config import Scenario
-from netfl.fl.build import build_devices, build_server, place_groups
+from netfl.fl.build import build_devices, build_server
 from netfl.fl.device import Devices
-from netfl.fl.population import Population, build_population
+from netfl.fl.population import Population, build_population, place_groups
 from netfl.fl.server import Server
 from netfl.learning.learner import Learner, NullLearner
 from netfl.radio import cell
@@ -80,7 +80,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     population = build_population(scenario.devices, streams)
     n = population.n_clients
     x_m, y_m = _positions(scenario, streams.get("radio.drop"), n)
-    x_m, y_m = place_groups(x_m, y_m, population, streams.get("devices.placement_angle"))
+    x_m, y_m = place_groups(scenario.devices, x_m, y_m, streams.get("devices.placement"))
     learner, model_size_bits = _learner(scenario, population, streams)
     devices, network, energy = build_devices(
         scenario,

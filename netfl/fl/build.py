@@ -24,20 +24,6 @@ from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
 
 
-def place_groups(
-    x_m: np.ndarray, y_m: np.ndarray, population: Population, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Move the devices of groups with ``distance_m`` to that distance, at a uniform angle."""
-    placed = ~np.isnan(population.distance_m)
-    if not np.any(placed):
-        return x_m, y_m
-    angle = rng.uniform(0, 2 * np.pi, int(placed.sum()))
-    x_m, y_m = np.array(x_m, dtype=float), np.array(y_m, dtype=float)
-    x_m[placed] = population.distance_m[placed] * np.cos(angle)
-    y_m[placed] = population.distance_m[placed] * np.sin(angle)
-    return x_m, y_m
-
-
 def update_samples(scenario: Scenario, learner: Learner) -> np.ndarray:
     """Samples one local update processes per client: the learner's ``update_samples``
     where it says (local steps), else local epochs x the client's samples."""
@@ -96,7 +82,7 @@ def build_server(
         timeline=timeline,
         request_rng=streams.get("fl.request"),
         energy=energy,
-        eval_every_rounds=learning.eval_every_rounds if learning else 1,
+        eval_every_rounds=(learning.eval_every_rounds or 1) if learning else 1,
         eval_schedule=eval_schedule,
         on_round=on_round,
     )

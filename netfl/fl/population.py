@@ -27,7 +27,6 @@ class Population:
     requested_samples: np.ndarray | None
     base_train_time_s: np.ndarray
     cold_start_s: np.ndarray
-    distance_m: np.ndarray
 
     @property
     def n_clients(self) -> int:
@@ -58,9 +57,9 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
     """Draw each group's per-device parameters from its distributions, group by group."""
     rng = {
         name: streams.get(f"devices.{name}")
-        for name in ("population", "base_train_time", "cold_start", "placement")
+        for name in ("population", "base_train_time", "cold_start")
     }
-    groups, index, compute, sizes, base, cold, distance = [], [], [], [], [], [], []
+    groups, index, compute, sizes, base, cold = [], [], [], [], [], []
     for i, group in enumerate(config.groups):
         key, n = f"devices.groups.{i}", group.count
         groups.append(np.full(n, group.name, dtype=object))
@@ -91,11 +90,6 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
         cold.append(
             _draw(group.cold_start_s, rng["cold_start"], n, f"{key}.cold_start_s", positive=False)
         )
-        distance.append(
-            np.full(n, math.nan)
-            if group.distance_m is None
-            else _draw(group.distance_m, rng["placement"], n, f"{key}.distance_m", positive=True)
-        )
     return Population(
         group=np.concatenate(groups),
         group_index=np.concatenate(index),
@@ -103,5 +97,26 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
         requested_samples=np.concatenate(sizes) if sizes else None,
         base_train_time_s=np.concatenate(base),
         cold_start_s=np.concatenate(cold),
-        distance_m=np.concatenate(distance),
     )
+
+
+def place_groups(
+    config: DevicesConfig, x_m: np.ndarray, y_m: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move the devices of groups with ``distance_m`` to such a distance, at a uniform angle.
+
+    Apply it to the cell's drop before anything uses the positions (the radio's path loss);
+    ``rng`` is the run's ``devices.placement`` stream.
+    """
+    x_m, y_m = np.array(x_m, dtype=float), np.array(y_m, dtype=float)
+    start = 0
+    for i, group in enumerate(config.groups):
+        s = slice(start, start + group.count)
+        start += group.count
+        if group.distance_m is None:
+            continue
+        key = f"devices.groups.{i}.distance_m"
+        distance = _draw(group.distance_m, rng, group.count, key, positive=True)
+        angle = rng.uniform(0, 2 * np.pi, group.count)
+        x_m[s], y_m[s] = distance * np.cos(angle), distance * np.sin(angle)
+    return x_m, y_m

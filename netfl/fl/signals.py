@@ -38,9 +38,10 @@ class LearningSignals:
         self.takes_want = "want" in parameters
 
     def local_update(self, round: int, clients: np.ndarray, wants: frozenset[str]) -> Any:
+        update: Any = self.learner.local_update  # ``want``: learners of the learning issue
         if wants and self.takes_want:
-            return self.learner.local_update(round, clients, want=wants)  # type: ignore[call-arg]
-        return self.learner.local_update(round, clients)
+            return update(round, clients, want=wants)
+        return update(round, clients)
 
     def polled(self, round: int, clients: np.ndarray, signal: str) -> np.ndarray:
         """The answers of the polled ``clients``: (k,) losses or (k, P) update vectors."""
