@@ -10,10 +10,12 @@ import argparse
 import math
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from netfl._version import __version__
-from netfl.errors import NetflError, ScenarioError
+from netfl.errors import NetflError, ScenarioError, ScenarioWarning
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -161,8 +163,25 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show_scenario_warnings() -> None:
+    """Print scenario warnings as one line, ``warning: key: message``."""
+    default = warnings.showwarning
+    if getattr(default, "netfl", False):
+        return
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, ScenarioWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, *args, **kwargs)
+
+    show.netfl = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _show_scenario_warnings()
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
         handler = commands.get(args.command) or args.handler

@@ -59,6 +59,10 @@ class ScenarioError(NetflError):
         return text
 
 
+class ScenarioWarning(UserWarning):
+    """A scenario that runs but probably not as intended (names the key)."""
+
+
 class DatasetError(NetflError):
     """A dataset file is missing or malformed (names the path and the expected layout)."""
 

@@ -110,8 +110,7 @@ def write_results(world: World, run_dir: Path, summary: dict[str, Any]) -> None:
     write_parquet(run_dir / "timeline.parquet", _sorted_by_time(world.timeline.to_arrow()))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
-    columns["n_selected"] = world.server.n_selected
-    columns["n_completed"] = world.server.n_completed
+    columns.update(world.server.client_totals())
     write_parquet(run_dir / "clients.parquet", clients_table(columns))
     write_json(run_dir / "summary.json", summary)
 

@@ -14,7 +14,8 @@ import numpy as np
 import simpy
 
 from netfl.config import Scenario
-from netfl.fl.device import FixedComputeDevices
+from netfl.fl.build import build_devices, build_server
+from netfl.fl.device import Devices
 from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
 from netfl.learning.evaluation import EvalSchedule
@@ -37,6 +38,7 @@ class World:
     timeline: Timeline
     population: Population
     network: Network
+    devices: Devices
     learner: Learner
     strategy: Strategy
     server: Server
@@ -67,34 +69,38 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     streams = Streams(scenario.seed)
     env = simpy.Environment()
     timeline = Timeline()
-    population = build_population(scenario.devices, streams.get("devices.population"))
+    population = build_population(scenario.devices, streams)
     n = population.n_clients
     radio = build_radio(scenario, env, streams, timeline, n)
-    network = radio.network
-    devices = FixedComputeDevices(population.compute_sps)
     learner, model_size_bits = _learner(scenario, population, streams)
+    devices, network, energy = build_devices(
+        scenario, env, population, learner, radio.network, streams
+    )
 
     strategy = make_strategy(strategies().load(scenario.selection.name), scenario.selection.params)
     strategy.setup(
         PopulationInfo(
             n_clients=n,
-            budget=scenario.fl.clients_per_round,
+            budget=scenario.fl.selection_budget,
             n_samples=learner.n_samples,
             rounds=scenario.fl.rounds,
             deadline_s=scenario.fl.deadline_s,
+            model_size_bits=model_size_bits,
+            target=scenario.fl.clients_per_round,
         ),
         streams.get("selection"),
     )
-    server = Server(
+    server = build_server(
+        scenario,
         env,
-        config=scenario.fl,
-        model_size_bits=model_size_bits,
-        network=network,
         devices=devices,
+        network=network,
+        energy=energy,
         learner=learner,
+        model_size_bits=model_size_bits,
         strategy=strategy,
         timeline=timeline,
-        request_rng=streams.get("fl.request"),
+        streams=streams,
         eval_schedule=_eval_schedule(scenario),
         on_round=on_round,
     )
@@ -103,9 +109,19 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         "group": population.group.astype(str),
         **radio.columns,
         "n_samples": learner.n_samples,
-        "compute_sps": population.compute_sps,
+        "compute_sps": devices.compute_sps,
+        "cold_start_s": population.cold_start_s,
         **learner.client_columns(),
     }
     return World(
-        scenario, env, timeline, population, network, learner, strategy, server, client_columns
+        scenario,
+        env,
+        timeline,
+        population,
+        network,
+        devices,
+        learner,
+        strategy,
+        server,
+        client_columns,
     )

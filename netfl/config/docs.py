@@ -68,7 +68,7 @@ def _type_name(annotation: Any) -> str:
     if origin is typing.Annotated:
         return _type_name(get_args(annotation)[0])
     if origin in (Union, types.UnionType):
-        return " \\| ".join(_type_name(a) for a in get_args(annotation))
+        return " \\| ".join(dict.fromkeys(_type_name(a) for a in get_args(annotation)))
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in get_args(annotation))
     if origin is list:
@@ -119,7 +119,11 @@ def _sub_models(annotation: Any) -> list[type[BaseModel]]:
 
 def _section(model: type[BaseModel], path: str, lines: list[str]) -> None:
     doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-    lines += [f"## `{path}`", "", doc, ""]
+    title = f"## `{path}`"
+    kind = model.model_fields.get("kind")  # one variant of a tagged union
+    if kind is not None and get_origin(kind.annotation) is typing.Literal:
+        title += f" (kind: `{get_args(kind.annotation)[0]}`)"
+    lines += [title, "", doc, ""]
     if not model.model_fields:
         lines += ["This section takes no keys yet.", ""]
         return

@@ -1,13 +1,20 @@
-"""The device population: static per-client facts drawn once at elaboration."""
+"""The device population: static per-client facts drawn once at elaboration.
+
+Group by group, in the order of ``devices.groups``. Each kind of draw has its own random
+stream, so adding, say, a cold-start time to a group does not change anyone's capability.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from netfl.config.devices import DevicesConfig
+from netfl.config.dist import Distribution
 from netfl.errors import ScenarioError
+from netfl.rng import Streams
 
 
 @dataclass(frozen=True)
@@ -15,35 +22,101 @@ class Population:
     """Per-client arrays, index = client id (struct of arrays)."""
 
     group: np.ndarray
+    group_index: np.ndarray
     compute_sps: np.ndarray
     requested_samples: np.ndarray | None
+    base_train_time_s: np.ndarray
+    cold_start_s: np.ndarray
 
     @property
     def n_clients(self) -> int:
         return len(self.group)
 
+    def group_slices(self) -> list[slice]:
+        """Client-id range of each group, in order."""
+        bounds = np.flatnonzero(np.diff(self.group_index)) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), self.n_clients]
+        return [slice(s, e) for s, e in zip(starts, ends, strict=True)]
 
-def build_population(config: DevicesConfig, rng: np.random.Generator) -> Population:
+
+def _draw(
+    dist: Distribution, rng: np.random.Generator, count: int, key: str, *, positive: bool
+) -> np.ndarray:
+    values = dist.sample(rng, count)
+    bad = values <= 0 if positive else values < 0
+    if np.any(bad) or not np.all(np.isfinite(values)):
+        need = "positive" if positive else "non-negative"
+        raise ScenarioError.single(
+            key, f"drew a value that is not {need}; use a distribution with {need} support"
+        )
+    return values
+
+
+def build_population(config: DevicesConfig, streams: Streams) -> Population:
     """Draw each group's per-device parameters from its distributions, group by group."""
-    groups, compute, sizes = [], [], []
-    for index, group in enumerate(config.groups):
-        key = f"devices.groups.{index}"
-        groups.append(np.full(group.count, group.name, dtype=object))
-        sps = group.compute_sps.sample(rng, group.count)
-        if np.any(sps <= 0):
-            raise ScenarioError.single(
-                f"{key}.compute_sps",
-                "drew a non-positive compute capability; use a"
-                " distribution with positive support (e.g. uniform or lognormal)",
-            )
-        compute.append(sps)
+    rng = {
+        name: streams.get(f"devices.{name}")
+        for name in ("population", "base_train_time", "cold_start")
+    }
+    groups, index, compute, sizes, base, cold = [], [], [], [], [], []
+    for i, group in enumerate(config.groups):
+        key, n = f"devices.groups.{i}", group.count
+        groups.append(np.full(n, group.name, dtype=object))
+        index.append(np.full(n, i, dtype=np.int64))
+        compute.append(
+            _draw(group.compute_sps, rng["population"], n, f"{key}.compute_sps", positive=True)
+        )
         if group.n_samples is not None:
-            n = np.rint(group.n_samples.sample(rng, group.count)).astype(np.int64)
-            if np.any(n <= 0):
+            raw = group.n_samples.sample(rng["population"], n)
+            counts = np.rint(raw).astype(np.int64)
+            if np.any(counts <= 0):
                 raise ScenarioError.single(
                     f"{key}.n_samples",
                     "drew a device with no samples; use a distribution with support >= 1",
                 )
-            sizes.append(n)
-    requested = np.concatenate(sizes) if sizes else None
-    return Population(np.concatenate(groups), np.concatenate(compute), requested)
+            sizes.append(counts)
+        base.append(
+            np.full(n, math.nan)
+            if group.base_train_time_s is None
+            else _draw(
+                group.base_train_time_s,
+                rng["base_train_time"],
+                n,
+                f"{key}.base_train_time_s",
+                positive=True,
+            )
+        )
+        cold.append(
+            _draw(group.cold_start_s, rng["cold_start"], n, f"{key}.cold_start_s", positive=False)
+        )
+    return Population(
+        group=np.concatenate(groups),
+        group_index=np.concatenate(index),
+        compute_sps=np.concatenate(compute),
+        requested_samples=np.concatenate(sizes) if sizes else None,
+        base_train_time_s=np.concatenate(base),
+        cold_start_s=np.concatenate(cold),
+    )
+
+
+def place_groups(
+    config: DevicesConfig, x_m: np.ndarray, y_m: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move the devices of groups with ``distance_m`` to such a distance, at a uniform angle.
+
+    Apply it to the cell's drop before anything uses the positions (the radio's path loss);
+    ``rng`` is the run's ``devices.placement`` stream.
+    """
+    x_m, y_m = np.array(x_m, dtype=float), np.array(y_m, dtype=float)
+    start = 0
+    for i, group in enumerate(config.groups):
+        s = slice(start, start + group.count)
+        start += group.count
+        if group.distance_m is None:
+            continue
+        key = f"devices.groups.{i}.distance_m"
+        distance = _draw(group.distance_m, rng, group.count, key, positive=True)
+        angle = rng.uniform(0, 2 * np.pi, group.count)
+        x_m[s], y_m[s] = distance * np.cos(angle), distance * np.sin(angle)
+    return x_m, y_m

@@ -1,48 +1,48 @@
 """The FL server as a SimPy process: one round after another.
 
-A round: resource request -> client selection -> distribution -> local update -> upload
--> aggregation -> evaluation. Every step is recorded in the timeline with the simulated
-time it happened. Real training happens at aggregation, for exactly the clients whose
-uploads arrived in time (the model only changes at aggregation, so this is equivalent to
-training when the update is scheduled, and trains each client once).
+A round follows the FedCS protocol (002_27b575cdfe8e08e6.txt Sec. II): Resource Request
+to ceil(K C) random clients (those available answer; the exchange may cost time and
+uplink bits), an optional poll the strategy asks for, Client Selection (the strategy; its
+compute time is configurable), then Distribution, Update and Upload
+(:mod:`netfl.fl.exchange`: FedCS uploads one after another, FedAvg in parallel), and
+Aggregation. The round ends when every selected client is done, when the first m updates
+have arrived (over-selection), or at the round deadline T_round; no round starts after the
+budget T_final, and a round running at T_final is cut there. Every step is recorded in the
+timeline with the simulated time it happened. Real training happens at aggregation, for
+exactly the clients whose uploads arrived in time (the model only changes at aggregation,
+so this is equivalent to training when the update is scheduled, and trains each client
+once).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 import numpy as np
 import simpy
 
 from netfl.config.fl import FLConfig
-from netfl.fl.device import FixedComputeDevices
-from netfl.learning.evaluation import EvalSchedule
+from netfl.fl.device import Devices
+from netfl.fl.energy import EnergyMeter
+from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
+from netfl.fl.feedback import ReportedTimes, round_feedback
+from netfl.fl.signals import LearningSignals
 from netfl.learning.learner import Learner
-from netfl.radio.network import Network, Transfer
-from netfl.selection.base import RoundFeedback, SelectionContext, Strategy
+from netfl.radio.network import Network
+from netfl.selection.base import SelectionContext, Strategy
 from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
 
+#: A polled client's answer to ``poll_loss``: one number (32 bits).
+POLL_ANSWER_BITS = 32.0
+#: ``Strategy.poll_signal`` -> the feature that carries the answers.
+POLL_PLANS = {"poll_loss": "loss", "update_vector": "update_vector"}
+
 
 class StrategyContractError(RuntimeError):
-    """A strategy returned an invalid selection."""
-
-
-@dataclass
-class ClientOutcome:
-    """What happened to one selected client in one round."""
-
-    client: int
-    download: Transfer | None = None
-    update_time_s: float = math.nan
-    upload: Transfer | None = None
-
-    @property
-    def arrived(self) -> bool:
-        return self.upload is not None
+    """A strategy returned an invalid selection or poll."""
 
 
 class Server:
@@ -55,12 +55,14 @@ class Server:
         config: FLConfig,
         model_size_bits: float,
         network: Network,
-        devices: FixedComputeDevices,
+        devices: Devices,
         learner: Learner,
         strategy: Strategy,
         timeline: Timeline,
         request_rng: np.random.Generator,
-        eval_schedule: EvalSchedule | None = None,
+        energy: EnergyMeter | None = None,
+        eval_every_rounds: int = 1,
+        eval_schedule: Any = None,
         on_round: Callable[[RoundRecord], None] | None = None,
     ) -> None:
         self.env = env
@@ -72,16 +74,34 @@ class Server:
         self.strategy = strategy
         self.timeline = timeline
         self.request_rng = request_rng
-        self.eval_schedule = eval_schedule or EvalSchedule(rounds=config.rounds)
+        self.eval_every_rounds = eval_every_rounds
+        self.eval_schedule = eval_schedule  # an object with due(round, now_s), or None
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
-        # Last observed times, reported in the resource request (0 before the first
-        # participation, as in 002_27b575cdfe8e08e6.txt Sec. II).
-        self.reported_update_s = np.zeros(self.n_clients)
-        self.reported_upload_s = np.zeros(self.n_clients)
-        self.n_selected = np.zeros(self.n_clients, dtype=np.int64)
-        self.n_completed = np.zeros(self.n_clients, dtype=np.int64)
+        self.energy = energy or EnergyMeter.off(self.n_clients)
+        self.parts = Parts(env, network, devices, timeline, self.energy)
+        self.reported = ReportedTimes(self.n_clients)
+        self.signals = LearningSignals(learner, strategy.requires)
+        self.counts = {
+            name: np.zeros(self.n_clients, dtype=np.int64)
+            for name in ("selected", "completed", "dropped", "deadline_miss")
+        }
         self.records: list[RoundRecord] = []
+
+    @property
+    def n_selected(self) -> np.ndarray:
+        return self.counts["selected"]
+
+    @property
+    def n_completed(self) -> np.ndarray:
+        return self.counts["completed"]
+
+    def client_totals(self) -> dict[str, np.ndarray]:
+        """Per-client counters and energy, for ``clients.parquet``."""
+        totals = {f"n_{name}": count for name, count in self.counts.items()}
+        totals["energy_tx_j"] = self.energy.tx_j
+        totals["energy_compute_j"] = self.energy.compute_j
+        return totals
 
     # -- the main process ---------------------------------------------------------------
 
@@ -98,6 +118,22 @@ class Server:
         budget = self.config.time_budget_s
         return budget is not None and self.env.now >= budget
 
+    def _limit(self, t_start_s: float) -> float | None:
+        """When the round is cut: its deadline or T_final, whichever comes first."""
+        limits = [] if self.config.deadline_s is None else [t_start_s + self.config.deadline_s]
+        if self.config.time_budget_s is not None:
+            limits.append(self.config.time_budget_s)
+        return min(limits) if limits else None
+
+    def _empty_round_wait_s(self, t_start_s: float) -> float:
+        """Nobody selected: wait until the deadline, or ``empty_round_wait_s``."""
+        until = self.env.now + self.config.empty_round_wait_s
+        if self.config.deadline_s is not None:
+            until = t_start_s + self.config.deadline_s
+        if self.config.time_budget_s is not None:
+            until = min(until, self.config.time_budget_s)
+        return max(0.0, until - self.env.now)
+
     def _round(self, r: int) -> Generator[simpy.Event, Any, None]:
         env = self.env
         record = RoundRecord(round=r, t_start_s=env.now, lr=self.learner.lr_at(r))
@@ -105,127 +141,225 @@ class Server:
         self.timeline.record(env.now, "round_start", r)
         self.network.start_round(r)
         self.devices.start_round(r)
-        candidates = self._resource_request(r)
-        selected = self._select(r, candidates)
-        record.selected = selected
+        self.energy.start_round()
+        limit = self._limit(record.t_start_s)
+        candidates = yield from self._resource_request(r, limit)
+        ctx = self._context(r, candidates, self._features(candidates))
+        features = yield from self._poll(ctx, limit)
+        if features is not ctx.features:
+            ctx = self._context(r, candidates, features)
+        selected = yield from self._select(ctx)
         if not selected:
-            yield env.timeout(self.config.deadline_s or self.config.empty_round_wait_s)
-            self._close_round(record, [], {})
+            yield env.timeout(self._empty_round_wait_s(record.t_start_s))
+            self._close_round(record, [], env.now, {})
             return
-        outcomes = {c: ClientOutcome(c) for c in selected}
-        procs = {c: env.process(self._client_round(r, outcomes[c])) for c in selected}
-        yield from self._wait(record, procs)
-        self._close_round(record, selected, outcomes)
-
-    def _wait(
-        self, record: RoundRecord, procs: dict[int, simpy.Process]
-    ) -> Generator[simpy.Event, Any, None]:
-        env = self.env
-        everyone = env.all_of(list(procs.values()))
-        limits = []
-        if self.config.deadline_s is not None:
-            limits.append(record.t_start_s + self.config.deadline_s)
-        if self.config.time_budget_s is not None:
-            limits.append(self.config.time_budget_s)
-        if limits:
-            yield everyone | env.timeout(max(0.0, min(limits) - env.now))
-        else:
-            yield everyone
-        for client, proc in procs.items():
-            if proc.is_alive:
-                proc.interrupt("deadline")
-                self.timeline.record(env.now, "deadline_miss", record.round, client)
+        self.devices.note_selected(r, np.asarray(selected))
+        plan = Plan(
+            download_bits=self.model_size_bits,
+            work_epochs=None,
+            upload_bits=self.model_size_bits,
+            distribution=self.config.distribution_mode,
+            sequential=self.config.protocol == "fedcs",
+        )
+        exchange = Exchange(self.parts, r, selected, plan, target=self.config.clients_per_round)
+        outcomes = yield from exchange.run(limit)
+        if self.config.aggregation_time_s > 0:
+            yield env.timeout(self.config.aggregation_time_s)
+        index = {int(c): i for i, c in enumerate(ctx.candidates)}
+        rows = [index[c] for c in selected]
+        chosen = {name: np.asarray(v)[rows] for name, v in ctx.features.items()}
+        self._close_round(
+            record, outcomes, exchange.start_s, chosen, self.config.aggregation_time_s
+        )
 
     # -- steps --------------------------------------------------------------------------
 
-    def _resource_request(self, r: int) -> np.ndarray:
-        """ceil(K C) clients drawn uniformly, fresh each round (002 Sec. II)."""
+    def _resource_request(
+        self, r: int, limit: float | None
+    ) -> Generator[simpy.Event, Any, np.ndarray]:
+        """ceil(K C) clients drawn uniformly, fresh each round (002 Sec. II); those
+        available answer and become the candidates."""
+        env = self.env
         k = math.ceil(self.n_clients * self.config.request_fraction - 1e-9)
-        candidates = np.sort(self.request_rng.choice(self.n_clients, size=k, replace=False))
-        self.timeline.record_many(self.env.now, "request", r, candidates.tolist())
-        return candidates
+        asked = np.sort(self.request_rng.choice(self.n_clients, size=k, replace=False))
+        self.timeline.record_many(env.now, "request", r, asked.tolist())
+        if self.config.request_time_s > 0:
+            yield env.timeout(self.config.request_time_s)
+        here = asked[self.devices.available(asked)]
+        bits = self.config.request_response_bits
+        if bits <= 0 or len(here) == 0:
+            self.timeline.record_many(env.now, "response", r, here.tolist())
+            return here
+        uploads = {int(c): self.network.upload(env, int(c), bits) for c in here}
+        everyone = env.all_of(list(uploads.values()))
+        yield everyone if limit is None else everyone | LateTimeout(env, max(0.0, limit - env.now))
+        answered = []
+        for c, proc in uploads.items():
+            if proc.is_alive:
+                proc.interrupt("deadline")
+                continue
+            transfer = proc.value
+            assert transfer is not None
+            self.energy.transmit(c, transfer.duration_s)
+            self.timeline.record(
+                transfer.end_s, "response", r, c, bits=bits, duration_s=transfer.duration_s
+            )
+            answered.append(c)
+        return np.asarray(answered, dtype=np.int64)
 
-    def _select(self, r: int, candidates: np.ndarray) -> list[int]:
-        ctx = SelectionContext(
+    def _features(self, candidates: np.ndarray) -> dict[str, np.ndarray]:
+        features = self.devices.features(candidates)
+        network_features = getattr(self.network, "features", None)
+        if network_features is not None:
+            features.update(network_features(candidates))
+        if self.config.oracle_exchange_time:
+            features["expected_exchange_time_s"] = self._expected_exchange_s(candidates)
+        return features
+
+    def _expected_exchange_s(self, clients: np.ndarray) -> np.ndarray:
+        """Oracle: each client's expected exchange time this round if selected alone.
+
+        Download (own rate; 0 if instant) + expected update + upload, at the round's rates
+        where the network knows them (group links), else the nominal ones.
+        """
+        bits = self.model_size_bits
+        rates = {}
+        for way in ("ul", "dl"):
+            current = getattr(self.network, f"round_rate_{way}_bps", None)
+            nominal = getattr(self.network, f"rate_{way}_bps")
+            rates[way] = current(clients) if current is not None else nominal[clients]
+        download = 0.0 if self.config.distribution_mode == "instant" else bits / rates["dl"]
+        return download + self.devices.expected_update_s(clients) + bits / rates["ul"]
+
+    def _context(
+        self, r: int, candidates: np.ndarray, features: Mapping[str, np.ndarray]
+    ) -> SelectionContext:
+        return SelectionContext(
             round=r,
             now_s=self.env.now,
             candidates=candidates,
-            budget=self.config.clients_per_round,
-            update_time_s=self.reported_update_s[candidates],
-            upload_time_s=self.reported_upload_s[candidates],
+            budget=self.config.selection_budget,
+            update_time_s=self.reported.update_s[candidates],
+            upload_time_s=self.reported.upload_s[candidates],
             n_samples=self.learner.n_samples[candidates],
             deadline_s=self.config.deadline_s,
+            features=features,
+            target=self.config.clients_per_round,
         )
-        chosen = [int(c) for c in self.strategy.select(ctx)]
-        allowed = set(candidates.tolist())
+
+    def _distinct_candidates(self, r: int, what: str, chosen: list[int], ctx: Any) -> None:
+        allowed = set(ctx.candidates.tolist())
         if len(set(chosen)) != len(chosen) or not set(chosen) <= allowed:
             raise StrategyContractError(
-                f"round {r}: the strategy selected {chosen}, which are not distinct candidates"
+                f"round {r}: the strategy {what} {chosen}, which are not distinct candidates"
             )
+
+    def _poll(
+        self, ctx: SelectionContext, limit: float | None
+    ) -> Generator[simpy.Event, Any, Mapping[str, np.ndarray]]:
+        """Poll the candidates the strategy names (``choose_polled``), before selection.
+
+        ``poll_signal`` ``"poll_loss"``: the model goes down, the device evaluates its loss
+        (``loss_eval_epochs`` passes of work) and sends one number back (32 bits);
+        ``"update_vector"``: the model goes down, the device runs a local update and sends
+        the update back (model-size bits; not aggregated). The poll ends when every answer
+        arrived, or at the round's limit. The answers join the candidates' features
+        (``loss`` or ``update_vector``, NaN where unanswered) with ``polled``.
+        """
+        choose = getattr(self.strategy, "choose_polled", None)
+        clients = [int(c) for c in choose(ctx)] if choose is not None else []
+        if not clients:
+            return ctx.features
+        self._distinct_candidates(ctx.round, "polled", clients, ctx)
+        signal = str(getattr(self.strategy, "poll_signal", "poll_loss"))
+        if signal not in POLL_PLANS:
+            raise StrategyContractError(f"unknown poll_signal {signal!r}; known: {POLL_PLANS}")
+        loss = signal == "poll_loss"
+        plan = Plan(
+            download_bits=self.model_size_bits,
+            work_epochs=self.config.loss_eval_epochs if loss else None,
+            upload_bits=POLL_ANSWER_BITS if loss else self.model_size_bits,
+            distribution=self.config.distribution_mode,
+            sequential=False,
+            prefix="poll_",
+        )
+        exchange = Exchange(self.parts, ctx.round, clients, plan, target=None)
+        outcomes = yield from exchange.run(limit)
+        answered = np.array([o.client for o in outcomes if o.completed], dtype=np.int64)
+        values = self.signals.polled(ctx.round, answered, signal)
+        rows = np.searchsorted(ctx.candidates, answered)  # candidates are sorted
+        column = np.full((len(ctx.candidates), *values.shape[1:]), np.nan)
+        column[rows] = values
+        polled = np.zeros(len(ctx.candidates))
+        polled[rows] = 1.0
+        return {**ctx.features, POLL_PLANS[signal]: column, "polled": polled}
+
+    def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
+        chosen = [int(c) for c in self.strategy.select(ctx)]
+        self._distinct_candidates(ctx.round, "selected", chosen, ctx)
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
-                f"round {r}: the strategy selected {len(chosen)} clients, budget {ctx.budget}"
+                f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
+                f" budget {ctx.budget}"
             )
-        self.timeline.record_many(self.env.now, "select", r, chosen)
+        if self.config.selection_time_s > 0:
+            yield self.env.timeout(self.config.selection_time_s)
+        self.timeline.record_many(
+            self.env.now, "select", ctx.round, chosen, duration_s=self.config.selection_time_s
+        )
         return chosen
 
-    def _client_round(self, r: int, out: ClientOutcome) -> Generator[simpy.Event, Any, None]:
-        env, c, bits = self.env, out.client, self.model_size_bits
-        step: simpy.Process | None = None
-        try:
-            self.timeline.record(env.now, "download_start", r, c, bits=bits)
-            step = self.network.download(env, c, bits)
-            out.download = yield step
-            assert out.download is not None
-            self.timeline.record(
-                env.now,
-                "download_end",
-                r,
-                c,
-                bits=bits,
-                rate_bps=out.download.rate_bps,
-                duration_s=out.download.duration_s,
-            )
-            n = int(self.learner.update_samples[c])  # E n_k, or tau b for local steps
-            self.timeline.record(env.now, "compute_start", r, c)
-            step = self.devices.compute(env, c, n, 1)
-            out.update_time_s = yield step
-            self.timeline.record(env.now, "compute_end", r, c, duration_s=out.update_time_s)
-            self.timeline.record(env.now, "upload_start", r, c, bits=bits)
-            step = self.network.upload(env, c, bits)
-            upload = yield step
-            assert upload is not None
-            out.upload = upload
-            self.timeline.record(
-                env.now,
-                "upload_end",
-                r,
-                c,
-                bits=bits,
-                rate_bps=upload.rate_bps,
-                duration_s=upload.duration_s,
-            )
-        except simpy.Interrupt:
-            if step is not None and step.is_alive:
-                step.interrupt("cancelled")
+    # -- closing a round ----------------------------------------------------------------
 
     def _close_round(
-        self, record: RoundRecord, selected: list[int], outcomes: dict[int, ClientOutcome]
+        self,
+        record: RoundRecord,
+        outcomes: list[Outcome],
+        distribution_start_s: float,
+        features: Mapping[str, np.ndarray],
+        aggregation_s: float = 0.0,
     ) -> None:
         env, r = self.env, record.round
-        arrived = [c for c in selected if outcomes[c].arrived]
-        record.completed = arrived
-        clients = np.asarray(arrived, dtype=np.int64)
-        result = self.learner.local_update(r, clients)
+        record.selected = [o.client for o in outcomes]
+        record.completed = [o.client for o in outcomes if o.completed]
+        clients = np.asarray(record.completed, dtype=np.int64)
+        result = self.signals.local_update(r, clients, self.signals.wants)
         self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
-        self.timeline.record(env.now, "aggregate", r, bits=len(arrived) * self.model_size_bits)
-        if self.eval_schedule.due(r, env.now):
+        self.timeline.record(
+            env.now,
+            "aggregate",
+            r,
+            bits=len(clients) * self.model_size_bits,
+            duration_s=aggregation_s,
+        )
+        if self._evaluation_due(r):
             self._evaluate(record)
         record.t_end_s = env.now
+        record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
         self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
-        self._feedback(record, selected, outcomes, result.loss_mean, clients)
+        self._count(record, outcomes)
+        self.reported.observe(outcomes)
+        loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
+        signals = self.signals.feedback(result, record.selected)
+        self.strategy.observe(
+            round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
+        )
         if self.on_round is not None:
             self.on_round(record)
+
+    def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
+        for out in outcomes:
+            self.counts["selected"][out.client] += 1
+            for name in ("completed", "dropped", "deadline_miss"):
+                self.counts[name][out.client] += out.status == name
+        record.n_dropped = sum(o.status == "dropped" for o in outcomes)
+        record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
+
+    def _evaluation_due(self, r: int) -> bool:
+        if self.eval_schedule is not None:
+            return bool(self.eval_schedule.due(r, self.env.now))
+        last = self.config.rounds is not None and r + 1 == self.config.rounds
+        return (r + 1) % self.eval_every_rounds == 0 or last
 
     def _evaluate(self, record: RoundRecord) -> None:
         evaluation = self.learner.evaluate()
@@ -237,53 +371,11 @@ class Server:
             accuracy=evaluation.accuracy,
             loss=evaluation.loss,
         )
-        if evaluation.client_loss is not None:  # learning.fairness_loss
-            for client, loss in enumerate(evaluation.client_loss.tolist()):
+        client_loss = getattr(evaluation, "client_loss", None)  # learning.fairness_loss
+        if client_loss is not None:
+            for client, loss in enumerate(np.asarray(client_loss).tolist()):
                 self.timeline.record(self.env.now, "client_loss", record.round, client, loss=loss)
 
     def _final_evaluation(self) -> None:
         if self.records and math.isnan(self.records[-1].accuracy):
             self._evaluate(self.records[-1])
-
-    def _feedback(
-        self,
-        record: RoundRecord,
-        selected: list[int],
-        outcomes: dict[int, ClientOutcome],
-        arrived_loss: np.ndarray,
-        arrived: np.ndarray,
-    ) -> None:
-        k = len(selected)
-        download = np.full(k, np.nan)
-        update = np.full(k, np.nan)
-        upload = np.full(k, np.nan)
-        exchange = np.full(k, np.nan)
-        loss = np.full(k, np.nan)
-        loss_of = dict(zip(arrived.tolist(), arrived_loss.tolist(), strict=True))
-        for i, c in enumerate(selected):
-            out = outcomes[c]
-            self.n_selected[c] += 1
-            if out.download is not None:
-                download[i] = out.download.duration_s
-            update[i] = out.update_time_s
-            if out.upload is not None:
-                upload[i] = out.upload.duration_s
-                exchange[i] = out.upload.end_s - record.t_start_s
-                self.n_completed[c] += 1
-                self.reported_update_s[c] = out.update_time_s
-                self.reported_upload_s[c] = out.upload.duration_s
-                loss[i] = loss_of.get(c, np.nan)
-        feedback = RoundFeedback(
-            round=record.round,
-            selected=np.asarray(selected, dtype=np.int64),
-            completed=np.array([outcomes[c].arrived for c in selected], dtype=bool),
-            download_time_s=download,
-            update_time_s=update,
-            upload_time_s=upload,
-            exchange_time_s=exchange,
-            round_time_s=record.t_end_s - record.t_start_s,
-            local_loss=loss,
-            global_accuracy=record.accuracy,
-            global_loss=record.loss,
-        )
-        self.strategy.observe(feedback)

@@ -24,6 +24,7 @@ from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import ScenarioError
+from netfl.fl.population import place_groups
 from netfl.radio import cell
 from netfl.radio.checks import RadioWarning
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
@@ -143,6 +144,7 @@ def _fixed(scenario: Scenario, streams: Streams, n: int) -> RadioBuild:
     config = scenario.radio
     assert isinstance(config, FixedRadioConfig)
     x, y = drop(scenario, streams.get("radio.drop"), n)
+    x, y = place_groups(scenario.devices, x, y, streams.get("devices.placement"))
     rng = streams.get("radio.rates")
     ul = config.rate_ul_bps.sample(rng, n)
     dl = config.rate_dl_bps.sample(rng, n)
@@ -242,6 +244,7 @@ def _lte(
     assert isinstance(config, LteRadioConfig)
     radio = CellRadio(scenario)
     x, y = drop(scenario, streams.get("radio.drop"), n)
+    x, y = place_groups(scenario.devices, x, y, streams.get("devices.placement"))
     try:
         geometry = radio.propagation.draw(
             x, y, streams.get("radio.los"), streams.get("radio.shadowing")

@@ -60,6 +60,8 @@ class PopulationInfo:
     deadline_s: float | None = None
     #: Size of the model on the air, bits (None where the scenario does not say).
     model_size_bits: float | None = None
+    #: Updates the server aggregates per round (m); below ``budget`` with over-selection.
+    target: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_samples", _frozen(self.n_samples))
@@ -78,17 +80,25 @@ class SelectionContext:
     candidates
         Ids of the clients that answered the resource request and are available.
     budget
-        How many to select at most (S_round, m).
+        How many to select at most (S_round, m; ceil(m (1 + o)) with over-selection).
     update_time_s, upload_time_s
-        Per candidate: the last observed model update and upload time; 0 for a client
-        never selected before (as in MAB-CS, 002 Sec. II).
+        Per candidate: the last observed model update time (from receiving the model to
+        the update being ready: cold start, queue wait and compute) and upload time (the
+        transfer); 0 for a client never selected before (as in MAB-CS, 002 Sec. II).
     n_samples
         Per candidate: its number of training samples.
     deadline_s
         Round deadline relative to the round's start, or None.
     features
-        Extra per-candidate arrays reported in the resource request (e.g. available CPU
-        ratio ``mu``, allocated ``bandwidth_hz``, polled ``loss``), aligned with candidates.
+        Extra per-candidate arrays, aligned with candidates: ``mu`` (available CPU ratio
+        reported in the resource request), ``cold_start`` (1.0 if the client was not
+        selected in the previous round: RBCS-F's s), ``bandwidth_hz`` (allocated bandwidth
+        of the round on a group link, NaN otherwise), ``expected_exchange_time_s`` (oracle
+        knowledge, only with ``fl.oracle_exchange_time``); after a poll, the polled signal
+        (``loss`` or ``update_vector``; NaN where not polled or not answered) and
+        ``polled`` (1.0 if answered). RBCS-F's context is c = [1/mu, cold_start, M/B].
+    target
+        How many updates the server will aggregate (None: ``budget``).
     """
 
     round: int
@@ -100,6 +110,7 @@ class SelectionContext:
     n_samples: np.ndarray
     deadline_s: float | None = None
     features: Mapping[str, np.ndarray] = field(default_factory=dict)
+    target: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("candidates", "update_time_s", "upload_time_s", "n_samples"):
@@ -113,6 +124,15 @@ class RoundFeedback:
 
     Per-client arrays are aligned with ``selected`` (the selection order); NaN where the
     server did not observe the value (e.g. a client that dropped out).
+
+    ``update_time_s`` runs from the end of the client's download to its update being ready
+    (``cold_start_s + queue_wait_s + compute_time_s``); ``upload_time_s`` is the transfer
+    alone (after ``upload_wait_s``, the wait for its turn); ``exchange_time_s`` runs from
+    the start of the distribution step to the end of the client's upload (RBCS-F's
+    tau_{t,n}, 003 eq. (1)). ``status`` is ``completed``, ``deadline_miss``, ``dropped``
+    (the client left) or ``cancelled`` (over-selection); ``completed`` is its boolean
+    form and ``deadline_met`` is False exactly for ``deadline_miss``. ``features`` holds the
+    selected clients' context features as the strategy saw them in ``select``.
     """
 
     round: int
@@ -127,6 +147,13 @@ class RoundFeedback:
     global_accuracy: float = math.nan
     global_loss: float = math.nan
     signals: Mapping[str, Any] = field(default_factory=dict)
+    status: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    deadline_met: np.ndarray = field(default_factory=lambda: np.array([], dtype=bool))
+    cold_start_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    queue_wait_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    compute_time_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    upload_wait_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    features: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in (
@@ -137,8 +164,15 @@ class RoundFeedback:
             "upload_time_s",
             "exchange_time_s",
             "local_loss",
+            "status",
+            "deadline_met",
+            "cold_start_s",
+            "queue_wait_s",
+            "compute_time_s",
+            "upload_wait_s",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
 
 
 class Strategy(ABC):

@@ -21,6 +21,10 @@ ROUNDS_SCHEMA = pa.schema(
         pa.field("accuracy", pa.float64()),
         pa.field("loss", pa.float64()),
         pa.field("lr", pa.float64()),
+        pa.field("n_dropped", pa.int32()),
+        pa.field("n_deadline_miss", pa.int32()),
+        pa.field("energy_tx_j", pa.float64()),
+        pa.field("energy_compute_j", pa.float64()),
     ]
 )
 
@@ -41,6 +45,10 @@ CLIENT_COLUMNS: dict[str, pa.DataType] = {
     "compute_sps": pa.float64(),
     "n_selected": pa.int32(),
     "n_completed": pa.int32(),
+    "n_dropped": pa.int32(),
+    "n_deadline_miss": pa.int32(),
+    "energy_tx_j": pa.float64(),
+    "energy_compute_j": pa.float64(),
 }
 
 
@@ -56,6 +64,10 @@ class RoundRecord:
     accuracy: float = math.nan
     loss: float = math.nan
     lr: float = math.nan
+    n_dropped: int = 0
+    n_deadline_miss: int = 0
+    energy_tx_j: float = math.nan
+    energy_compute_j: float = math.nan
 
 
 def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
@@ -71,6 +83,10 @@ def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
         columns["accuracy"].append(rec.accuracy)
         columns["loss"].append(rec.loss)
         columns["lr"].append(rec.lr)
+        columns["n_dropped"].append(rec.n_dropped)
+        columns["n_deadline_miss"].append(rec.n_deadline_miss)
+        columns["energy_tx_j"].append(rec.energy_tx_j)
+        columns["energy_compute_j"].append(rec.energy_compute_j)
     return pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
 
 

@@ -3,29 +3,56 @@
 One row per event. ``t_s`` is simulated seconds, ``round`` and ``client`` are -1 where they
 do not apply, ``kind`` names the event, and the value columns hold NaN where they do not
 apply. Columns are public API: new ones may be added, none renamed.
+
+A client's phases in a round are the gaps between its consecutive events: download
+(``download_start`` -> ``download_end``), cold start (``cold_start_start`` ->
+``cold_start_end``, absent when warm), queue wait (the end of the
+previous phase -> ``compute_start``: background jobs ahead of the FL job under FIFO),
+compute (``compute_start`` -> ``compute_end``), upload wait (``compute_end`` ->
+``upload_start``: waiting for its turn in FedCS's scheduled upload) and upload
+(``upload_start`` -> ``upload_end``). The same phases of a strategy's poll carry the
+prefix ``poll_``. A client that leaves its round ends with ``drop``, ``deadline_miss`` or
+``cancel``.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 #: Event kinds written by netfl. Components may add kinds; these are the documented ones.
 KINDS: dict[str, str] = {
     "round_start": "a round begins",
-    "request": "resource request sent to the round's candidate clients",
-    "select": "the strategy's choice (one row per selected client)",
-    "download_start": "model download to a client begins",
+    "request": "resource request sent to a client (one row per asked client)",
+    "response": "an available client's resource report arrived (bits, duration_s)",
+    "select": "the strategy's choice (one row per selected client, in selection order;"
+    " duration_s: the selection's compute time)",
+    "download_start": "model download to a client begins (distribution step)",
     "download_end": "model download to a client completes",
-    "compute_start": "local update begins on a client",
-    "compute_end": "local update ends on a client",
-    "upload_start": "model upload from a client begins",
+    "cold_start_start": "a device not selected in the previous round starts preparing its data",
+    "cold_start_end": "data preparation (cold start) ends (duration_s)",
+    "compute_start": "local update gets the device's CPU (after any queue wait)",
+    "compute_end": "local update ends on a client (duration_s: compute time)",
+    "upload_start": "model upload from a client begins (after any wait for its turn)",
     "upload_end": "model upload from a client completes (arrived at the server)",
-    "deadline_miss": "a client's upload did not arrive before the round deadline",
+    "deadline_miss": "a client's upload did not arrive before the round deadline (or T_final)",
     "drop": "a client left mid-round; its work is lost",
-    "aggregate": "the server aggregates the arrived updates",
+    "cancel": "the server stopped a client's work: enough updates arrived (over-selection)"
+    " or a poll timed out",
+    "poll_download_start": "a strategy's poll: model download to a polled client begins",
+    "poll_download_end": "poll: the download completes",
+    "poll_cold_start_start": "poll: the polled device starts preparing its data",
+    "poll_cold_start_end": "poll: data preparation ends",
+    "poll_compute_start": "poll: the on-device computation (e.g. the local loss) begins",
+    "poll_compute_end": "poll: the on-device computation ends",
+    "poll_upload_start": "poll: the polled client's answer upload begins",
+    "poll_upload_end": "poll: the answer arrived at the server",
+    "aggregate": "the server has aggregated the arrived updates (duration_s: its time)",
     "evaluate": "the global model is evaluated (accuracy, loss)",
     "client_loss": "a client's loss of the global model at an evaluation (learning.fairness_loss)",
     "round_end": "a round ends",
@@ -60,59 +87,101 @@ SCHEMA = pa.schema(
 
 
 class Timeline:
-    """Column-wise event recorder; cheap to append, converted to Arrow once."""
+    """Column-wise event recorder; cheap to append, converted to Arrow once.
+
+    Columns are typed arrays (8 bytes a value or less), kinds are small integer codes, and
+    value and optional columns are stored sparsely (row index, value) and filled with NaN
+    (or null) on export, so a million events take tens of megabytes.
+    """
 
     def __init__(self) -> None:
-        self._t: list[float] = []
-        self._round: list[int] = []
-        self._client: list[int] = []
-        self._kind: list[str] = []
-        self._values: dict[str, list[float]] = {name: [] for name in VALUE_COLUMNS}
-        self._optional: dict[str, list[object]] = {}
+        self._t = array("d")
+        self._round = array("i")
+        self._client = array("i")
+        self._kind = array("h")
+        self._codes: dict[str, int] = {}
+        self._rows: dict[str, array[int]] = {
+            name: array("q") for name in (*VALUE_COLUMNS, *OPTIONAL_COLUMNS)
+        }
+        self._values: dict[str, array[float]] = {name: array("d") for name in VALUE_COLUMNS}
+        self._optional: dict[str, list[object]] = {name: [] for name in OPTIONAL_COLUMNS}
 
     def __len__(self) -> int:
         return len(self._t)
+
+    def _code(self, kind: str) -> int:
+        code = self._codes.get(kind)
+        if code is None:
+            code = self._codes[kind] = len(self._codes)
+        return code
+
+    def _check(self, values: dict[str, Any]) -> None:
+        if not values.keys() <= self._rows.keys():
+            raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
+
+    def _store(self, name: str, value: Any) -> None:
+        if name in self._values:
+            self._values[name].append(value)
+        else:
+            self._optional[name].append(value)
 
     def record(
         self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float | str
     ) -> None:
         """Append one event. ``values`` keys must be value or optional columns."""
-        row = len(self._t)
-        self._t.append(float(t_s))
-        self._round.append(int(round))
-        self._client.append(int(client))
-        self._kind.append(kind)
-        for name, column in self._values.items():
-            column.append(float(values.pop(name, math.nan)))
-        for name, value in values.items():
-            if name not in OPTIONAL_COLUMNS:
-                raise KeyError(
-                    f"not timeline columns: {sorted(set(values) - set(OPTIONAL_COLUMNS))}"
-                )
-            if name not in self._optional:
-                self._optional[name] = [None] * row  # backfill the rows before
-            self._optional[name].append(value)
-        for optional in self._optional.values():
-            if len(optional) == row:
-                optional.append(None)
+        if values:
+            self._check(values)
+            row = len(self._t)
+            for name, value in values.items():
+                self._rows[name].append(row)
+                self._store(name, value)
+        self._t.append(t_s)
+        self._round.append(round)
+        self._client.append(client)
+        self._kind.append(self._code(kind))
 
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
     ) -> None:
-        for client in clients:
-            self.record(t_s, kind, round, client, **values)
+        """Append one event per client, all at ``t_s`` with the same values."""
+        clients = array("i", [int(c) for c in clients])
+        first, n = len(self._t), len(clients)
+        self._check(values)
+        for name, value in values.items():
+            self._rows[name].extend(range(first, first + n))
+            self._values[name].extend([float(value)] * n)
+        self._t.extend([float(t_s)] * n)
+        self._round.extend([int(round)] * n)
+        self._client.extend(clients)
+        self._kind.extend([self._code(kind)] * n)
+
+    def _column(self, name: str) -> np.ndarray:
+        column = np.full(len(self._t), math.nan)
+        rows: Any = np.frombuffer(self._rows[name], dtype=np.int64) if self._rows[name] else []
+        column[rows] = np.frombuffer(self._values[name], dtype=np.float64)
+        return column
+
+    def _optional_column(self, name: str) -> pa.Array:
+        column: list[object] = [None] * len(self._t)
+        for row, value in zip(self._rows[name], self._optional[name], strict=True):
+            column[row] = value
+        return pa.array(column, OPTIONAL_COLUMNS[name])
 
     def to_arrow(self) -> pa.Table:
+        kinds = pa.DictionaryArray.from_arrays(
+            pa.array(np.frombuffer(self._kind, dtype=np.int16), pa.int16()),
+            pa.array(list(self._codes), pa.string()),
+        )
         columns = [
-            pa.array(self._t, pa.float64()),
-            pa.array(self._round, pa.int32()),
-            pa.array(self._client, pa.int32()),
-            pa.array(self._kind, pa.string()).dictionary_encode().cast(SCHEMA.field("kind").type),
-            *(pa.array(self._values[name], pa.float64()) for name in VALUE_COLUMNS),
+            pa.array(np.frombuffer(self._t, dtype=np.float64), pa.float64()),
+            pa.array(np.frombuffer(self._round, dtype=np.int32), pa.int32()),
+            pa.array(np.frombuffer(self._client, dtype=np.int32), pa.int32()),
+            kinds,
+            *(pa.array(self._column(name), pa.float64()) for name in VALUE_COLUMNS),
         ]
         schema = SCHEMA
         for name, dtype in OPTIONAL_COLUMNS.items():
-            if name in self._optional:
-                columns.append(pa.array(self._optional[name], dtype))
+            if self._rows[name]:
+                columns.append(self._optional_column(name))
                 schema = schema.append(pa.field(name, dtype))
         return pa.Table.from_arrays(columns, schema=schema)

@@ -1,0 +1,120 @@
+"""Elaboration of the devices and the FL server from a scenario (used by :mod:`netfl.world`)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import simpy
+
+from netfl.config import Scenario
+from netfl.errors import ScenarioWarning
+from netfl.fl.device import Devices
+from netfl.fl.energy import EnergyMeter
+from netfl.fl.links import GroupLinkNetwork
+from netfl.fl.population import Population
+from netfl.fl.server import Server
+from netfl.learning.learner import Learner
+from netfl.radio.network import Network
+from netfl.rng import Streams
+from netfl.selection.base import Strategy
+from netfl.trace.tables import RoundRecord
+from netfl.trace.timeline import Timeline
+
+
+def update_samples(scenario: Scenario, learner: Learner) -> np.ndarray:
+    """Samples one local update processes per client: the learner's ``update_samples``
+    where it says (local steps), else local epochs x the client's samples."""
+    given = getattr(learner, "update_samples", None)
+    if given is not None:
+        return np.asarray(given, dtype=float)
+    epochs = scenario.learning.local_epochs if scenario.learning else 1
+    return epochs * np.asarray(learner.n_samples, dtype=float)
+
+
+def build_devices(
+    scenario: Scenario,
+    env: simpy.Environment,
+    population: Population,
+    learner: Learner,
+    network: Network,
+    streams: Streams,
+) -> tuple[Devices, Network, EnergyMeter]:
+    """The devices, the network as the server sees it (group links added) and the meter."""
+    work = update_samples(scenario, learner)
+    devices = Devices(env, scenario.devices, population, learner.n_samples, work, streams)
+    if any(g.link is not None for g in scenario.devices.groups):
+        network = GroupLinkNetwork(
+            network, scenario.devices, population, devices, streams.get("devices.link")
+        )
+    return devices, network, EnergyMeter.build(scenario.devices, population)
+
+
+def build_server(
+    scenario: Scenario,
+    env: simpy.Environment,
+    *,
+    devices: Devices,
+    network: Network,
+    energy: EnergyMeter,
+    learner: Learner,
+    model_size_bits: float,
+    strategy: Strategy,
+    timeline: Timeline,
+    streams: Streams,
+    eval_schedule: Any = None,
+    on_round: Callable[[RoundRecord], None] | None = None,
+) -> Server:
+    """The FL server; ``eval_schedule`` (an object with ``due(round, now_s)``) overrides
+    ``learning.eval_every_rounds``."""
+    warn_impossible_deadline(scenario, devices, network, model_size_bits)
+    learning = scenario.learning
+    return Server(
+        env,
+        config=scenario.fl,
+        model_size_bits=model_size_bits,
+        network=network,
+        devices=devices,
+        learner=learner,
+        strategy=strategy,
+        timeline=timeline,
+        request_rng=streams.get("fl.request"),
+        energy=energy,
+        eval_every_rounds=(learning.eval_every_rounds or 1) if learning else 1,
+        eval_schedule=eval_schedule,
+        on_round=on_round,
+    )
+
+
+def fastest_round_s(
+    scenario: Scenario, devices: Devices, network: Network, model_size_bits: float
+) -> float:
+    """A lower bound on the time from a round's start to its first possible upload.
+
+    Request and selection times, plus the fastest client's download and upload at its
+    nominal rates and its fastest possible update (:meth:`Devices.fastest_update_s`).
+    """
+    fl = scenario.fl
+    download = 0.0 if fl.distribution_mode == "instant" else model_size_bits / network.rate_dl_bps
+    upload = model_size_bits / np.asarray(network.rate_ul_bps, dtype=float)
+    per_client = download + devices.fastest_update_s() + upload
+    return fl.request_time_s + fl.selection_time_s + float(np.min(per_client))
+
+
+def warn_impossible_deadline(
+    scenario: Scenario, devices: Devices, network: Network, model_size_bits: float
+) -> None:
+    """Warn when the round deadline is shorter than any round can be."""
+    deadline = scenario.fl.deadline_s
+    if deadline is None:
+        return
+    bound = fastest_round_s(scenario, devices, network, model_size_bits)
+    if deadline < bound:
+        warnings.warn(
+            f"fl.deadline_s: {deadline:g} s is shorter than the fastest possible round"
+            f" (about {bound:.3g} s at nominal rates): no update will ever arrive",
+            ScenarioWarning,
+            stacklevel=2,
+        )

@@ -1,0 +1,292 @@
+"""One exchange with a set of clients: model out, a job on each device, an answer back.
+
+The round's main exchange is the Distribution, Update and Upload steps of the FedCS
+protocol (002_27b575cdfe8e08e6.txt Sec. II); a strategy's poll is a smaller one. Every step
+is a timeline event. The model reaches the clients by multicast (everyone at the slowest
+client's rate), unicast (each at its own rate) or instantly; then each client prepares its
+data if it is cold, computes (waiting or slowing down behind background jobs), and uploads:
+
+- **parallel** uploads (FedAvg): each client uploads as soon as its update is ready;
+- **sequential** uploads (FedCS scheduled upload): clients upload one after another in the
+  selection order, so with T_d the distribution time, client j's upload ends at
+  T_d + Theta_j, Theta_j = Theta_{j-1} + t_UL_j + max(0, t_UD_j - Theta_{j-1})
+  (002 eqs. (1)-(2)). A client that leaves passes its turn on at once.
+
+A client leaves an exchange when its device becomes unavailable (``drop``), at the limit
+(round deadline or T_final: ``deadline_miss``), or when the server has the ``target``
+number of answers it wanted (over-selection: ``cancel``). Its work is then lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import EventPriority
+
+from netfl.fl.device import Devices
+from netfl.fl.energy import EnergyMeter
+from netfl.radio.network import Network, Transfer
+from netfl.trace.timeline import Timeline
+
+#: Interrupt cause -> (the client's status, the timeline kind that logs its leaving).
+LEAVE = {
+    "drop": ("dropped", "drop"),
+    "limit": ("deadline_miss", "deadline_miss"),
+    "enough": ("cancelled", "cancel"),
+}
+
+
+#: After SimPy's NORMAL (1) and URGENT (0) events of the same instant.
+_LATE = EventPriority(2)
+
+
+class LateTimeout(simpy.Event):
+    """A timeout processed after every other event of the same instant.
+
+    Used for limits, so that an upload ending exactly at the deadline is in time.
+    """
+
+    def __init__(self, env: simpy.Environment, delay_s: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, priority=_LATE, delay=delay_s)
+
+
+@dataclass
+class Outcome:
+    """What happened to one client in one exchange (times in simulated seconds)."""
+
+    client: int
+    order: int
+    status: str = "pending"
+    download: Transfer | None = None
+    cold_start_s: float = math.nan
+    queue_wait_s: float = math.nan
+    compute_s: float = math.nan
+    ready_s: float = math.nan
+    upload_wait_s: float = math.nan
+    upload: Transfer | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.status == "completed"
+
+    @property
+    def update_time_s(self) -> float:
+        """From the end of the download to the update being ready."""
+        if self.download is None or math.isnan(self.ready_s):
+            return math.nan
+        return self.ready_s - self.download.end_s
+
+
+@dataclass
+class _Phase:
+    """A client's current step, for cancelling it and metering a phase cut short."""
+
+    step: simpy.Process | None = None
+    busy: str | None = None  # compute | transmit
+    since_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an exchange sends, computes and receives."""
+
+    download_bits: float
+    work_epochs: float | None  # passes over the local data; None: one local update
+    upload_bits: float
+    distribution: str  # multicast | unicast | instant
+    sequential: bool
+    prefix: str = ""  # timeline kind prefix ("poll_" for polls)
+
+
+@dataclass
+class Parts:
+    """The components an exchange works with."""
+
+    env: simpy.Environment
+    network: Network
+    devices: Devices
+    timeline: Timeline
+    energy: EnergyMeter
+
+
+class Exchange:
+    """Run one exchange; ``run`` is a generator to ``yield from`` inside a SimPy process."""
+
+    def __init__(
+        self, parts: Parts, round: int, clients: list[int], plan: Plan, target: int | None
+    ) -> None:
+        self.parts = parts
+        self.round = round
+        self.plan = plan
+        self.outcomes = [Outcome(c, j) for j, c in enumerate(clients)]
+        self.target = len(clients) if target is None else min(target, len(clients))
+        env = parts.env
+        self.turns = [env.event() for _ in clients]
+        self.done = env.event()
+        self.n_finished = 0
+        self.n_completed = 0
+        self.start_s = math.nan
+        self._multicast: simpy.Process | None = None
+
+    def _log(self, kind: str, client: int, **values: float) -> None:
+        self.parts.timeline.record(
+            self.parts.env.now, self.plan.prefix + kind, self.round, client, **values
+        )
+
+    # -- the exchange ---------------------------------------------------------------------
+
+    def run(
+        self, limit_s: float | None, on_limit: str = "limit"
+    ) -> Generator[simpy.Event, Any, list[Outcome]]:
+        """Run until every client is done, ``target`` completed, or ``limit_s`` is reached.
+
+        Clients still working at ``limit_s`` leave with ``on_limit`` as the cause: "limit"
+        (a deadline: ``deadline_miss``) or "enough" (the server stops waiting: ``cancel``).
+        """
+        env = self.parts.env
+        self.start_s = env.now
+        if not self.outcomes:
+            return self.outcomes
+        clients = [o.client for o in self.outcomes]
+        if self.plan.distribution == "multicast":
+            self._multicast = self.parts.network.multicast(env, clients, self.plan.download_bits)
+        procs = [env.process(self._client(o)) for o in self.outcomes]
+        watcher = env.process(self._watch_drops(procs))
+        waits: list[simpy.Event] = [self.done]
+        if limit_s is not None:
+            waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
+        yield env.any_of(waits)
+        cause = "enough" if self.done.triggered else on_limit
+        for proc in procs:
+            if proc.is_alive:
+                proc.interrupt(cause)
+        if watcher.is_alive:
+            watcher.interrupt("done")
+        if self._multicast is not None and self._multicast.is_alive:
+            self._multicast.interrupt("cancelled")
+        yield env.all_of(procs)
+        return self.outcomes
+
+    def _watch_drops(self, procs: list[simpy.Process]) -> Generator[simpy.Event, Any, None]:
+        """Interrupt each client when its device becomes unavailable."""
+        env, devices = self.parts.env, self.parts.devices
+        clients = np.array([o.client for o in self.outcomes], dtype=np.int64)
+        leave = np.full(len(clients), float(env.now))
+        here = devices.available(clients)
+        leave[here] = devices.leaves_at(clients[here])
+        try:
+            for j in np.argsort(leave, kind="stable"):
+                if math.isinf(leave[j]):
+                    break
+                yield env.timeout(max(0.0, leave[j] - env.now))
+                if procs[j].is_alive:
+                    procs[j].interrupt("drop")
+        except simpy.Interrupt:
+            return
+
+    def _finish(self, out: Outcome) -> None:
+        self.n_finished += 1
+        self.n_completed += out.completed
+        if not self.turns[out.order].triggered:
+            self.turns[out.order].succeed()
+        everyone = self.n_finished == len(self.outcomes)
+        if (everyone or self.n_completed >= self.target) and not self.done.triggered:
+            self.done.succeed()
+
+    # -- one client -----------------------------------------------------------------------
+
+    def _client(self, out: Outcome) -> Generator[simpy.Event, Any, None]:
+        env, c = self.parts.env, out.client
+        phase = _Phase()
+        try:
+            out.download = yield from self._download(out, phase)
+            yield from self._compute(out, phase)
+            yield from self._upload(out, phase)
+            out.status = "completed"
+        except simpy.Interrupt as interrupt:
+            step = phase.step
+            if step is not None and step is not self._multicast and step.is_alive:
+                step.interrupt("cancelled")
+            self._spend(c, phase, env.now)
+            out.status, kind = LEAVE[str(interrupt.cause)]
+            self._log(kind, c)
+        finally:
+            self._finish(out)
+
+    def _download(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, Transfer]:
+        env, c, bits = self.parts.env, out.client, self.plan.download_bits
+        mode = self.plan.distribution
+        self._log("download_start", c, bits=bits)
+        if mode == "instant":
+            transfer = Transfer(c, bits, env.now, env.now)
+        else:
+            multicast = self._multicast
+            step = multicast if multicast is not None else self.parts.network.download(env, c, bits)
+            phase.step = step
+            result = yield step
+            phase.step = None
+            transfer = result[c] if multicast is not None else result
+        self._log(
+            "download_end",
+            c,
+            bits=bits,
+            rate_bps=transfer.rate_bps,
+            duration_s=transfer.duration_s,
+        )
+        return transfer
+
+    def _compute(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, None]:
+        env, devices, c = self.parts.env, self.parts.devices, out.client
+        out.cold_start_s = devices.cold_start(c)
+        if out.cold_start_s > 0:
+            self._log("cold_start_start", c)
+            yield env.timeout(out.cold_start_s)
+            self._log("cold_start_end", c, duration_s=out.cold_start_s)
+        timing = devices.run_job(c, devices.work_samples(c, self.plan.work_epochs))
+        out.queue_wait_s = timing.queue_wait_s
+        if timing.queue_wait_s > 0:
+            yield env.timeout(timing.queue_wait_s)
+        self._log("compute_start", c)
+        phase.busy, phase.since_s = "compute", env.now
+        yield env.timeout(timing.compute_s)
+        phase.busy = None
+        self.parts.energy.compute(c, timing.compute_s)
+        out.compute_s = timing.compute_s
+        out.ready_s = env.now
+        self._log("compute_end", c, duration_s=timing.compute_s)
+
+    def _upload(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, None]:
+        env, c, bits = self.parts.env, out.client, self.plan.upload_bits
+        if self.plan.sequential and out.order > 0:
+            yield self.turns[out.order - 1]
+        out.upload_wait_s = env.now - out.ready_s
+        self._log("upload_start", c, bits=bits)
+        phase.busy, phase.since_s = "transmit", env.now
+        step = phase.step = self.parts.network.upload(env, c, bits)
+        transfer = yield step
+        phase.busy, phase.step = None, None
+        assert transfer is not None
+        self.parts.energy.transmit(c, transfer.duration_s)
+        out.upload = transfer
+        self._log(
+            "upload_end",
+            c,
+            bits=bits,
+            rate_bps=transfer.rate_bps,
+            duration_s=transfer.duration_s,
+        )
+
+    def _spend(self, client: int, phase: _Phase, now_s: float) -> None:
+        """Account the energy of a phase cut short."""
+        if phase.busy == "compute":
+            self.parts.energy.compute(client, now_s - phase.since_s)
+        elif phase.busy == "transmit":
+            self.parts.energy.transmit(client, now_s - phase.since_s)

@@ -1,0 +1,83 @@
+"""The learning signals the server passes to strategies, asked from the learner.
+
+A strategy declares what it needs in ``Strategy.requires``; the learner computes only
+that. Learners that predate a signal are served NaN (the strategy then says what is
+missing), so the protocol runs with any learner that has the basic ``Learner`` methods.
+
+- after a round, in ``RoundFeedback.signals``, aligned with the selection (NaN rows for
+  clients whose update did not arrive): ``local_loss_std`` (the spread of the local
+  minibatch losses, UCB-CS eq. (7)); with ``update_vector`` required, ``update_vector``
+  (w_local - w_global, one row per client) and ``global_update`` (the aggregate's change
+  of the global model: the learner's ``global_update()``, or else the data-size-weighted
+  mean of the arrived updates, which is FedAvg's change);
+- for a poll: ``client_losses`` (``poll_loss``) or a local update's ``update_vectors``
+  (``update_vector``) of the polled clients that answered.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from netfl.learning.learner import Learner
+
+#: Signals ``local_update`` can add to its result when asked (``want``).
+UPDATE_WANTS = frozenset({"update_vector"})
+
+
+class LearningSignals:
+    """What the server asks the learner for, on behalf of the strategy."""
+
+    def __init__(self, learner: Learner, requires: frozenset[str]) -> None:
+        self.learner = learner
+        self.wants = frozenset(requires) & UPDATE_WANTS
+        parameters = inspect.signature(learner.local_update).parameters
+        self.takes_want = "want" in parameters
+
+    def local_update(self, round: int, clients: np.ndarray, wants: frozenset[str]) -> Any:
+        update: Any = self.learner.local_update  # ``want``: learners of the learning issue
+        if wants and self.takes_want:
+            return update(round, clients, want=wants)
+        return update(round, clients)
+
+    def polled(self, round: int, clients: np.ndarray, signal: str) -> np.ndarray:
+        """The answers of the polled ``clients``: (k,) losses or (k, P) update vectors."""
+        if signal == "poll_loss":
+            losses = getattr(self.learner, "client_losses", None)
+            if losses is None or len(clients) == 0:
+                return np.full(len(clients), np.nan)
+            return np.asarray(losses(clients), dtype=float)
+        result = self.local_update(round, clients, frozenset({"update_vector"}))
+        vectors = getattr(result, "update_vectors", None)
+        if vectors is None:
+            return np.full((len(clients), 1), np.nan)
+        return np.asarray(vectors, dtype=float).reshape(len(clients), -1)
+
+    def feedback(self, result: Any, selected: Sequence[int]) -> dict[str, np.ndarray]:
+        """``RoundFeedback.signals`` for the selection, from the arrived clients' result."""
+        row = {int(c): i for i, c in enumerate(np.asarray(result.clients).tolist())}
+        index = np.array([row.get(int(c), -1) for c in selected], dtype=np.int64)
+        arrived = index >= 0
+        std = np.full(len(selected), np.nan)
+        std[arrived] = np.asarray(result.loss_std, dtype=float)[index[arrived]]
+        signals: dict[str, np.ndarray] = {"local_loss_std": std}
+        vectors = getattr(result, "update_vectors", None)
+        if "update_vector" in self.wants and vectors is not None:
+            vectors = np.asarray(vectors, dtype=float).reshape(len(row), -1)
+            rows = np.full((len(selected), vectors.shape[1]), np.nan)
+            rows[arrived] = vectors[index[arrived]]
+            signals["update_vector"] = rows
+            signals["global_update"] = self._global_update(result, vectors)
+        return signals
+
+    def _global_update(self, result: Any, vectors: np.ndarray) -> np.ndarray:
+        """w^t - w^{t-1}: the learner's own where it has one, else FedAvg's weighted mean."""
+        own = getattr(self.learner, "global_update", None)
+        if own is not None:
+            return np.asarray(own(), dtype=float)
+        weights = np.asarray(result.n_samples, dtype=float)
+        total = weights.sum()
+        return weights @ vectors / total if total > 0 else np.zeros(vectors.shape[1])
