@@ -112,6 +112,7 @@ def write_results(world: World, run_dir: Path, summary: dict[str, Any]) -> None:
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())
     write_parquet(run_dir / "clients.parquet", clients_table(columns))
+    write_parquet(run_dir / "strategy.parquet", world.server.score_log.to_arrow())
     write_json(run_dir / "summary.json", summary)
 
 

@@ -23,6 +23,7 @@ def test_simulate_writes_the_run_directory(write_scenario, tiny, tmp_path, capsy
         "scenario.resolved.yaml",
         "timeline.parquet",
         "rounds.parquet",
+        "strategy.parquet",
         "clients.parquet",
         "summary.json",
     }

@@ -71,6 +71,11 @@ def build_server(
     ``learning.eval_every_rounds``."""
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
     learning = scenario.learning
+    contexts = None
+    if "data_context" in strategy.requires:
+        from netfl.learning.contexts import device_contexts
+
+        contexts = device_contexts(learner, streams.get("devices.context_hash"))
     return Server(
         env,
         config=scenario.fl,
@@ -85,6 +90,7 @@ def build_server(
         eval_every_rounds=(learning.eval_every_rounds or 1) if learning else 1,
         eval_schedule=eval_schedule,
         on_round=on_round,
+        contexts=contexts,
     )
 
 

@@ -32,6 +32,8 @@ from netfl.fl.signals import LearningSignals
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
 from netfl.selection.base import SelectionContext, Strategy
+from netfl.selection.context import BITS_PER_CONTEXT_VALUE
+from netfl.trace.strategy import ScoreLog
 from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
 
@@ -64,6 +66,7 @@ class Server:
         eval_every_rounds: int = 1,
         eval_schedule: Any = None,
         on_round: Callable[[RoundRecord], None] | None = None,
+        contexts: np.ndarray | None = None,
     ) -> None:
         self.env = env
         self.config = config
@@ -87,6 +90,11 @@ class Server:
             for name in ("selected", "completed", "dropped", "deadline_miss")
         }
         self.records: list[RoundRecord] = []
+        self.score_log = ScoreLog()
+        # Data contexts computed on the devices (NCCB): sent once, with a client's first
+        # resource response (``contexts`` has one row per client).
+        self.contexts = contexts
+        self.context_sent = np.zeros(self.n_clients, dtype=bool)
 
     @property
     def n_selected(self) -> np.ndarray:
@@ -186,11 +194,14 @@ class Server:
         if self.config.request_time_s > 0:
             yield env.timeout(self.config.request_time_s)
         here = asked[self.devices.available(asked)]
-        bits = self.config.request_response_bits
-        if bits <= 0 or len(here) == 0:
+        bits = self._response_bits(here)
+        if not np.any(bits > 0):
             self.timeline.record_many(env.now, "response", r, here.tolist())
             return here
-        uploads = {int(c): self.network.upload(env, int(c), bits) for c in here}
+        uploads = {
+            int(c): self.network.upload(env, int(c), float(b))
+            for c, b in zip(here, bits, strict=True)
+        }
         everyone = env.all_of(list(uploads.values()))
         yield everyone if limit is None else everyone | LateTimeout(env, max(0.0, limit - env.now))
         answered = []
@@ -202,10 +213,26 @@ class Server:
             assert transfer is not None
             self.energy.transmit(c, transfer.duration_s)
             self.timeline.record(
-                transfer.end_s, "response", r, c, bits=bits, duration_s=transfer.duration_s
+                transfer.end_s,
+                "response",
+                r,
+                c,
+                bits=transfer.bits,
+                duration_s=transfer.duration_s,
             )
             answered.append(c)
-        return np.asarray(answered, dtype=np.int64)
+        answered_ids = np.asarray(answered, dtype=np.int64)
+        self.context_sent[answered_ids] = True
+        return answered_ids
+
+    def _response_bits(self, clients: np.ndarray) -> np.ndarray:
+        """Bits of each client's resource response: the configured report, plus its data
+        context the first time it answers (when the strategy uses contexts)."""
+        bits = np.full(len(clients), float(self.config.request_response_bits))
+        if self.contexts is not None:
+            first = ~self.context_sent[clients]
+            bits[first] += self.contexts.shape[1] * BITS_PER_CONTEXT_VALUE
+        return bits
 
     def _features(self, candidates: np.ndarray) -> dict[str, np.ndarray]:
         features = self.devices.features(candidates)
@@ -214,6 +241,8 @@ class Server:
             features.update(network_features(candidates))
         if self.config.oracle_exchange_time:
             features["expected_exchange_time_s"] = self._expected_exchange_s(candidates)
+        if self.contexts is not None:
+            features["context"] = self.contexts[candidates]
         return features
 
     def _expected_exchange_s(self, clients: np.ndarray) -> np.ndarray:
@@ -302,6 +331,7 @@ class Server:
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
                 f" budget {ctx.budget}"
             )
+        self.score_log.record(ctx.round, self.env.now, self.strategy.scores())
         if self.config.selection_time_s > 0:
             yield self.env.timeout(self.config.selection_time_s)
         self.timeline.record_many(

@@ -34,9 +34,9 @@ import numpy as np
 
 from channel_models.itu_m2135 import OutOfRange
 from channel_models.rate import RateMapping, db_to_linear, linear_to_db
+from netfl.config.radio import RB_BANDWIDTH_HZ
 
 THERMAL_NOISE_DBM_HZ = -174.0
-RB_BANDWIDTH_HZ = 180e3
 FastFading = Literal["none", "rayleigh", "rayleigh_block"]
 _QUANTILES = (np.arange(256) + 0.5) / 256
 

@@ -128,6 +128,15 @@ class LteNetwork:
 
     # -- extras -------------------------------------------------------------------------
 
+    def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-candidate context reported in the resource request.
+
+        ``bandwidth_hz``: the uplink bandwidth the client is allocated when it transmits
+        alone (its RB cap x 180 kHz), the B_{t,n} of RBCS-F's context (003 eq. (14)).
+        """
+        rbs = min(self.rb_cap_ul, self.uplink.n_rb)
+        return {"bandwidth_hz": np.full(len(clients), rbs * RB_BANDWIDTH_HZ)}
+
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction."""
         out: dict[str, float] = {}

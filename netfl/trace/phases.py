@@ -13,8 +13,8 @@ upload_wait   ``compute_end``                      ``upload_start`` (waiting for
 upload        ``upload_start``                     ``upload_end``
 ============  ===================================  =============================================
 
-A client whose round was cut (``deadline_miss`` or ``drop``) has its running phase end at
-the cut and no later phase. Other event kinds and extra columns are ignored, so the
+A client whose round was cut (``deadline_miss``, ``drop`` or ``cancel``) has its running
+phase end at the cut and no later phase. Other event kinds and extra columns are ignored, so the
 reconstruction keeps working as components add their own events.
 """
 
@@ -35,7 +35,7 @@ BOUNDARIES = (
 #: Phase names; phase i runs from ``BOUNDARIES[i]`` to ``BOUNDARIES[i + 1]``.
 PHASES = ("download", "wait", "compute", "upload_wait", "upload")
 #: Kinds that end a client's round before its upload arrived.
-CUT_KINDS = ("deadline_miss", "drop")
+CUT_KINDS = ("deadline_miss", "drop", "cancel")
 
 
 def _first_times(timeline: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFrame:
@@ -53,10 +53,11 @@ def phase_table(timeline: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``round``, ``client``, ``select_s`` and one ``<boundary>_s`` column per
     boundary event (simulated s, NaN if it did not happen), ``cut_s`` (time of the
-    ``deadline_miss``/``drop``, NaN if none), ``end_s`` (when the client's round ended for
-    it: upload arrival or cut), one ``<phase>_s`` duration per phase (NaN if the phase never
-    started; a phase running at the cut ends at the cut), and ``outcome``: ``completed``
-    (upload arrived), ``deadline_miss``, ``drop`` or ``unfinished`` (the run stopped first).
+    ``deadline_miss``/``drop``/``cancel``, NaN if none), ``end_s`` (when the client's round
+    ended for it: upload arrival or cut), one ``<phase>_s`` duration per phase (NaN if the
+    phase never started; a phase running at the cut ends at the cut), and ``outcome``:
+    ``completed`` (upload arrived), ``deadline_miss``, ``drop``, ``cancel`` or
+    ``unfinished`` (the run stopped first).
     """
     kinds = ("select", *BOUNDARIES, *CUT_KINDS)
     times = _first_times(timeline, kinds)
@@ -85,9 +86,7 @@ def phase_table(timeline: pd.DataFrame) -> pd.DataFrame:
     out["end_s"] = end
     for i, phase in enumerate(PHASES):
         out[f"{phase}_s"] = durations[:, i]
-    out["outcome"] = pd.Categorical(
-        outcome, categories=["completed", "deadline_miss", "drop", "unfinished"]
-    )
+    out["outcome"] = pd.Categorical(outcome, categories=["completed", *CUT_KINDS, "unfinished"])
     out["round"] = out["round"].astype("int64")
     out["client"] = out["client"].astype("int64")
     return out

@@ -145,13 +145,13 @@ class Run:
 
     @cached_property
     def strategy(self) -> pd.DataFrame:
-        """Per-round strategy records (``strategy.parquet``), for strategies that write them."""
+        """The strategy's internal scores per round (``strategy.parquet``, long format).
+
+        Empty for strategies that expose no scores (``random``).
+        """
         path = self.path / STRATEGY_FILE
         if not path.exists():
-            name = (self.scenario_dict.get("selection") or {}).get("name", "?")
-            raise MissingDataError(
-                f"{path}: not written; strategy '{name}' records no internal state"
-            )
+            raise MissingDataError(f"{path}: not written (a run from an older netfl)")
         return read_table(path)
 
     @property
