@@ -5,6 +5,7 @@ Public API::
     import netfl
     scenario = netfl.load_scenario("quickstart", overrides=["fl.rounds=5"])
     result = netfl.simulate(scenario, out="runs/demo")
+    result = netfl.resume("runs/demo")         # an interrupted run, from its checkpoint
     run = netfl.load_run("runs/demo")          # tables, phases, time to accuracy
     runs = netfl.load_runs("sweeps/demo")      # many runs, parameters as columns
 
@@ -19,7 +20,7 @@ from netfl._version import __version__
 
 if TYPE_CHECKING:
     from netfl.scenario import load_scenario
-    from netfl.simulation import RunResult, simulate
+    from netfl.simulation import RunResult, resume, simulate
     from netfl.trace.run import Run, Runs, load_run, load_runs
 
 __all__ = [
@@ -30,12 +31,14 @@ __all__ = [
     "load_run",
     "load_runs",
     "load_scenario",
+    "resume",
     "simulate",
 ]
 
 _LAZY = {
     "load_scenario": "netfl.scenario",
     "simulate": "netfl.simulation",
+    "resume": "netfl.simulation",
     "RunResult": "netfl.simulation",
     "load_run": "netfl.trace.run",
     "load_runs": "netfl.trace.run",

@@ -12,10 +12,15 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
 from netfl.errors import NetflError, ScenarioError, ScenarioWarning
+
+if TYPE_CHECKING:
+    from netfl.config import Scenario
+    from netfl.progress import RunProgress
+    from netfl.simulation import RunResult
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -52,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--force", action="store_true", help="replace an existing run directory given by --out"
     )
+    sim.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue an interrupted or failed run from its checkpoint (fl.checkpoint_every)",
+    )
     sim.add_argument("--quiet", action="store_true", help="no progress display")
     sim.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -82,25 +92,62 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from netfl.progress import RunProgress
     from netfl.scenario import load_scenario, resolve_source
     from netfl.simulation import simulate
 
+    if args.resume is not None:
+        return _cmd_resume(args)
     source, _ = resolve_source(args.scenario)
     scenario = load_scenario(args.scenario, args.overrides)
-    mode = "quiet" if args.quiet else "auto"
-    progress = RunProgress(
-        scenario.fl.rounds,
-        scenario.fl.time_budget_s,
-        mode=mode,
-        every=scenario.output.progress_every_rounds,
-    )
+    progress = _progress(args, scenario)
     try:
         with progress:
             result = simulate(scenario, args.out, force=args.force, on_round=progress.update)
     except ScenarioError as exc:
         exc.source = exc.source or source
         raise ScenarioError(exc.problems, exc.source) from exc
+    return _report_run(args, result)
+
+
+def _progress(args: argparse.Namespace, scenario: Scenario) -> RunProgress:
+    from netfl.progress import RunProgress
+
+    return RunProgress(
+        scenario.fl.rounds,
+        scenario.fl.time_budget_s,
+        mode="quiet" if args.quiet else "auto",
+        every=scenario.output.progress_every_rounds,
+    )
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    """``simulate --resume RUN_DIR``: the run's own scenario, in its own directory."""
+    from netfl.checkpoint.resume import open_run
+    from netfl.simulation import resume
+
+    given = [
+        name
+        for name, value in (("a scenario", args.scenario), ("--out", args.out))
+        if value is not None
+    ] + (["--force"] if args.force else [])
+    if given:
+        raise NetflError(
+            f"--resume continues RUN_DIR with its own scenario, in place; drop {given[0]}"
+        )
+    opened = open_run(args.resume, args.overrides)
+    progress = _progress(args, opened.scenario)
+    if not args.quiet:
+        print(
+            f"resuming {opened.run_dir} at round {opened.checkpoint.round}"
+            f" (re-simulating the {opened.checkpoint.round} rounds before it without training)",
+            file=sys.stderr,
+        )
+    with progress:
+        result = resume(opened, on_round=progress.update)
+    return _report_run(args, result)
+
+
+def _report_run(args: argparse.Namespace, result: RunResult) -> int:
     summary = result.summary
     accuracy = summary["final_accuracy"]
     acc_text = "n/a" if accuracy is None or math.isnan(accuracy) else f"{accuracy:.2%}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -21,6 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from netfl._version import __version__
+from netfl.checkpoint.resume import OpenRun, open_run
+from netfl.checkpoint.session import Checkpointer, pickled_strategy
+from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
@@ -142,20 +145,62 @@ def simulate(
     ------
     KeyboardInterrupt, Exception
         Re-raised after the run directory has been written with ``status`` set to
-        ``interrupted`` or ``failed``.
+        ``interrupted`` or ``failed`` (and, with ``fl.checkpoint_every``, a checkpoint of
+        the last completed round, which :func:`resume` continues from).
     """
     started = datetime.now(UTC)
-    # Elaborate first: bad input (missing dataset files, impossible draws) fails here,
-    # before anything is written.
+    # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
+    # that cannot be checkpointed) fails here, before anything is written.
     world = build_world(scenario, on_round=on_round)
+    resolved = dump_scenario(scenario)
+    if scenario.fl.checkpoint_every is not None:
+        pickled_strategy(world)
     run_dir = (
         Path(out)
         if out is not None
         else default_run_dir(scenario.output.root, scenario.name, started)
     )
     prepare_run_dir(run_dir, force=force)
-    write_text(run_dir / "scenario.resolved.yaml", dump_scenario(scenario))
+    write_text(run_dir / "scenario.resolved.yaml", resolved)
     write_json(run_dir / "summary.json", {"netfl_version": __version__, "status": "running"})
+    checkpoints = None
+    if scenario.fl.checkpoint_every is not None:
+        checkpoints = Checkpointer(world, run_dir, scenario_digest(resolved))
+    return _run(world, run_dir, started, on_start, checkpoints)
+
+
+def resume(
+    run: str | Path | OpenRun,
+    overrides: Sequence[str] = (),
+    *,
+    on_round: Callable[[RoundRecord], None] | None = None,
+    on_start: Callable[[World], None] | None = None,
+) -> RunResult:
+    """Continue the interrupted or failed run in ``run`` (a directory) from its checkpoint.
+
+    The world is rebuilt from the run's ``scenario.resolved.yaml`` and the rounds before
+    the checkpoint are re-simulated without training (:mod:`netfl.checkpoint`), so the
+    run directory ends as an uninterrupted run's would. Bad input (see
+    :func:`netfl.checkpoint.resume.open_run`, which ``run`` may already have been through)
+    raises before anything is written; so does a replay that does not reproduce the
+    checkpoint.
+    """
+    started = datetime.now(UTC)
+    opened = run if isinstance(run, OpenRun) else open_run(run, overrides)
+    world = build_world(opened.scenario, on_round=on_round)
+    checkpoint = opened.checkpoint
+    checkpoints = Checkpointer(world, opened.run_dir, checkpoint.scenario_sha256, resume=checkpoint)
+    return _run(world, opened.run_dir, started, on_start, checkpoints)
+
+
+def _run(
+    world: World,
+    run_dir: Path,
+    started: datetime,
+    on_start: Callable[[World], None] | None,
+    checkpoints: Checkpointer | None,
+) -> RunResult:
+    """Run the world; write the run directory however it ends (except mid-replay)."""
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
@@ -163,14 +208,32 @@ def simulate(
     try:
         # Run until the server is done: background traffic never runs out of events.
         world.env.run(until=world.env.process(world.server.run()))
+        if checkpoints is not None and checkpoints.replaying:
+            raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
+        if checkpoints is not None:
+            checkpoints.save_latest()
         raise
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
+        if checkpoints is not None:
+            checkpoints.save_latest()
         raise
     finally:
-        summary = _summary(world, status, time.perf_counter() - wall_start, started, error)
-        write_results(world, run_dir, summary)
+        # A resumed run that stops before its replay is done leaves the directory alone.
+        if checkpoints is None or not checkpoints.replaying:
+            summary = _summary(world, status, time.perf_counter() - wall_start, started, error)
+            summary.update(_checkpoint_summary(checkpoints))
+            write_results(world, run_dir, summary)
     return RunResult(run_dir, summary)
+
+
+def _checkpoint_summary(checkpoints: Checkpointer | None) -> dict[str, int | None]:
+    if checkpoints is None:
+        return {"resumed_from_round": None, "checkpoint_round": None}
+    return {
+        "resumed_from_round": checkpoints.resumed_from_round,
+        "checkpoint_round": checkpoints.written_round or None,
+    }

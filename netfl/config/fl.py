@@ -105,6 +105,14 @@ class FLConfig(StrictModel):
             " long before the next round (or until the round deadline, if set)."
         ),
     )
+    checkpoint_every: PositiveInt | None = Field(
+        default=None,
+        description=(
+            "Write a checkpoint to the run directory's checkpoint/ every this many rounds,"
+            " and at the last completed round when the run is interrupted or fails, so"
+            " `netfl simulate --resume RUN_DIR` can continue it (null: never)."
+        ),
+    )
     model_size_bits: Bits | None = Field(
         default=None,
         description=(

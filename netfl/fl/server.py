@@ -96,6 +96,12 @@ class Server:
         self.contexts = contexts
         self.context_sent = np.zeros(self.n_clients, dtype=bool)
 
+    def use(self, strategy: Strategy, learner: Learner) -> None:
+        """Talk to ``strategy`` and ``learner`` from the next round on: a checkpointed
+        run's stand-ins that record or replay them (:mod:`netfl.checkpoint.pilot`)."""
+        self.strategy, self.learner = strategy, learner
+        self.signals = LearningSignals(learner, self.signals.wants)
+
     @property
     def n_selected(self) -> np.ndarray:
         return self.counts["selected"]

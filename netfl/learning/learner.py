@@ -86,6 +86,10 @@ class Learner(Protocol):
 
     def client_columns(self) -> dict[str, Any]: ...
 
+    def checkpoint_state(self) -> dict[str, Any]: ...
+
+    def restore_state(self, state: dict[str, Any]) -> None: ...
+
 
 def wants_for(requires: Iterable[str]) -> frozenset[str]:
     """What to ask ``local_update`` for, given a strategy's ``requires``."""
@@ -139,6 +143,12 @@ class NullLearner:
 
     def client_columns(self) -> dict[str, Any]:
         return {}
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        return {}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        return None
 
 
 def pick_device(name: str) -> torch.device:
@@ -322,3 +332,17 @@ class TorchLearner:
     def client_columns(self) -> dict[str, Any]:
         """Extra clients.parquet columns: each client's label histogram."""
         return {"label_counts": self.label_counts}
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """What a round boundary's checkpoint keeps: the global model (a copy, on the host).
+
+        Nothing else carries over between rounds: local SGD (and its momentum) starts
+        afresh each round from per-(round, client) seeds, and ``aggregate`` sets the
+        previous model that ``global_update`` compares with.
+        """
+        return {"global_state": {k: v.detach().cpu().clone() for k, v in self.global_state.items()}}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Continue from a checkpoint's :meth:`checkpoint_state`."""
+        self.global_state = {k: v.to(self.device) for k, v in state["global_state"].items()}
+        self._previous_state = self.global_state

@@ -50,6 +50,13 @@ class ScoreLog:
             self._client.extend(int(c) for c in values)
             self._value.extend(float(v) for v in values.values())
 
+    def head(self, n: int) -> ScoreLog:
+        """A copy holding the first ``n`` rows (the log as it was ``n`` rows ago)."""
+        head = ScoreLog()
+        for name in ("_round", "_t", "_client", "_score", "_value"):
+            setattr(head, name, getattr(self, name)[:n])
+        return head
+
     def to_arrow(self) -> pa.Table:
         score = pa.array(self._score, pa.string()).dictionary_encode()
         columns = [
