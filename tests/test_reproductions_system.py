@@ -211,24 +211,23 @@ def _figures_module():
     return module
 
 
+def _small_sweep(folder: Path, scenario: str, body: dict) -> Path:
+    """Run a sweep over seeds 1 and 2 on a shipped scenario; return its directory."""
+    path = folder / "sweep.yaml"
+    base = str(ROOT / "scenarios" / f"{scenario}.yaml")
+    path.write_text(yaml.safe_dump({"base": base, **body, "seeds": [1, 2]}))
+    return run_sweep(load_sweep(path), folder / "out", progress="quiet").sweep_dir
+
+
 @pytest.fixture(scope="module")
 def small_rbcs_f_sweep(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("rbcs_f_sweep")
-    body = {
-        "base": str(ROOT / "scenarios" / "rbcs_f_numerical.yaml"),
-        "overrides": {"fl.rounds": 20},
-        "zip": {
-            "selection": [
-                {"name": "rbcs_f", "params": {"V": 1, "m": 8}},
-                {"name": "rbcs_f", "params": {"V": 100, "m": 8}},
-                {"name": "random"},
-            ]
-        },
-        "seeds": [1, 2],
-    }
-    path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump(body))
-    return run_sweep(load_sweep(path), folder / "out", progress="quiet").sweep_dir
+    selections = [
+        {"name": "rbcs_f", "params": {"V": 1, "m": 8}},
+        {"name": "rbcs_f", "params": {"V": 100, "m": 8}},
+        {"name": "random"},
+    ]
+    body = {"overrides": {"fl.rounds": 20}, "zip": {"selection": selections}}
+    return _small_sweep(tmp_path_factory.mktemp("rbcs_f_sweep"), "rbcs_f_numerical", body)
 
 
 def test_backlog_means_draws_each_rbcs_f_configuration_and_skips_random(small_rbcs_f_sweep):
@@ -258,20 +257,13 @@ def test_figure_script_writes_the_rbcs_f_figures_and_table(small_rbcs_f_sweep, t
 
 @pytest.fixture(scope="module")
 def small_mab_cs_sweep(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("mab_cs_sweep")
+    etas = [None, 1.99]
     body = {
-        "base": str(ROOT / "scenarios" / "mab_cs_eta.yaml"),
         "overrides": {"fl.rounds": 5},
         "grid": {"selection": [{"name": "fedcs"}, {"name": "mab_cs_elementwise"}]},
-        "zip": {
-            "radio.fluctuation_eta": [None, 1.99],
-            "devices.groups.0.compute_fluctuation_eta": [None, 1.99],
-        },
-        "seeds": [1, 2],
+        "zip": {"radio.fluctuation_eta": etas, "devices.groups.0.compute_fluctuation_eta": etas},
     }
-    path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump(body))
-    return run_sweep(load_sweep(path), folder / "out", progress="quiet").sweep_dir
+    return _small_sweep(tmp_path_factory.mktemp("mab_cs_sweep"), "mab_cs_eta", body)
 
 
 def test_mab_cs_differences_are_eq_12_paired_by_seed(small_mab_cs_sweep):
