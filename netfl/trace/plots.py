@@ -344,6 +344,31 @@ def backlogs(data: Run | pd.DataFrame, score: str = "backlog") -> Figure:
     return _per_client_lines(data, score, "Virtual-queue backlogs")
 
 
+def backlog_means(runs: RunsLike, score: str = "backlog", band: str | None = "ci") -> Figure:
+    """Mean backlog over the clients per round, one curve (mean over seeds) per configuration.
+
+    Compares RBCS-F's queues across settings (003_ad2362771f4d0a3d.txt Fig. 2: larger V
+    converges more slowly to a higher backlog); runs whose strategy records no ``score``
+    (random, FedCS) are left out.
+    """
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for label, group in _groups(runs):
+        means = []
+        for run in group:
+            frame = run.strategy
+            if "score" in frame.columns and (frame["score"].astype(str) == score).any():
+                means.append(metrics.score_matrix(frame, score).mean(axis=1))
+        if means:
+            wide = pd.concat(means, axis=1).sort_index()
+            _draw(ax, wide.index.to_numpy() + 1, wide.to_numpy().T, label, band, step=False)
+    if not ax.lines:
+        return _message("Mean virtual-queue backlog", f"no run recorded the score {score!r}")
+    ax.set(xlabel="round", ylabel=f"mean {score} over clients")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _finish(fig, ax, f"Mean {score} over clients")
+
+
 def score_convergence(data: Run | pd.DataFrame, score: str | None = None) -> Figure:
     """A strategy's per-client score over rounds (e.g. MAB-CS or Oort ``ucb``, FedCS ``t_inc``).
 
@@ -367,6 +392,7 @@ def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
 __all__ = [
     "accuracy_vs_round",
     "accuracy_vs_time",
+    "backlog_means",
     "backlogs",
     "gantt",
     "pull_counts",

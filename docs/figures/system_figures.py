@@ -1,0 +1,232 @@
+"""Figures and tables of docs/reproductions.md's "System-aware selection" section.
+
+Reads the sweep directories written by the example sweeps and writes PNGs and markdown
+tables into this folder (or ``--out``)::
+
+    netfl sweep examples/rbcs_f_numerical_sweep.yaml --jobs 2
+    python docs/figures/system_figures.py rbcs_f sweeps/rbcs-f-numerical
+    netfl sweep examples/mab_cs_eta_sweep.yaml --jobs 2
+    python docs/figures/system_figures.py mab_cs sweeps/mab-cs-eta
+    netfl sweep examples/compare_selection_sweep.yaml --jobs 2
+    python docs/figures/system_figures.py compare sweeps/compare-selection
+
+Everything is drawn with :mod:`netfl.trace.plots` and tabulated with
+:mod:`netfl.trace.compare`; this script only shortens the legend labels and lays out the
+MAB-CS paper's T_FedCS - T_* (002_27b575cdfe8e08e6.txt eq. (12)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+import netfl
+from netfl.trace import compare, metrics, plots
+from netfl.trace.run import Run, Runs
+
+HERE = Path(__file__).resolve().parent
+NAMES = {
+    "random": "random",
+    "fedcs": "FedCS",
+    "fedcs_extended": "Extended FedCS",
+    "mab_cs_naive": "Naive MAB-CS",
+    "mab_cs_elementwise": "Element-wise MAB-CS",
+    "fedcs_deadline": "FedCS(3)",
+    "rbcs_f": "RBCS-F",
+}
+
+
+def short_label(run: Run) -> str:
+    """The strategy's name as the papers write it, with RBCS-F's V."""
+    selection = run.scenario_dict["selection"]
+    name = NAMES.get(selection["name"], selection["name"])
+    if selection["name"] == "rbcs_f":
+        name += f" (V={selection['params'].get('V', 100):g})"
+    return name
+
+
+def relabel(fig: Figure, runs: Runs, label: Callable[[Run], str] = short_label) -> Figure:
+    """Replace the configuration labels of ``fig``'s curves by ``label(run)``."""
+    configuration = runs.configuration()
+    mapping = {configuration[i]: label(r) for i, r in zip(runs.ids, runs, strict=True)}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            text = str(line.get_label())
+            for long, short in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
+                if text.startswith(long):
+                    line.set_label(short + text[len(long) :])
+                    break
+        if ax.get_legend() is not None or fig.legends:
+            ax.legend(fontsize="small")
+    for legend in list(fig.legends):
+        legend.remove()
+    return fig
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A pipe table (no tabulate dependency)."""
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(map(str, row)) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows]) + "\n"
+
+
+def _pm(mean: float, half: float, digits: int = 0) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    if not math.isfinite(half):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def _save(fig: Figure, path: Path) -> None:
+    fig.savefig(path, dpi=110)
+    print(path)
+
+
+def _summary_table(runs: Runs, target: float | None) -> pd.DataFrame:
+    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
+    table = compare.per_run(runs, target)
+    table["strategy"] = [short_label(r) for r in runs]
+    rows = []
+    for name, group in table.groupby("strategy", sort=False):
+        row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
+        if target is not None:
+            times = group["time_to_target_s"].to_numpy(float)
+            reached = np.isfinite(times)
+            row[f"time to {target:.0%} (s)"] = _pm(*metrics.mean_ci(times[reached]))
+            row["reached"] = f"{int(reached.sum())}/{len(group)}"
+            row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
+        row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
+        row["Jain (selection counts)"] = _pm(*metrics.mean_ci(group["fairness_jain"]), digits=3)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rbcs_f(runs: Runs, out: Path) -> None:
+    """003 Figs. 2-3: cumulative time per round, mean backlog per V; the summary table."""
+    _save(relabel(plots.round_times(runs), runs), out / "rbcs_f_cumulative_time.png")
+    rbcs = Runs([r for r in runs if r.scenario_dict["selection"]["name"] == "rbcs_f"])
+    _save(relabel(plots.backlog_means(rbcs), rbcs), out / "rbcs_f_backlogs.png")
+    table = _summary_table(runs, None)
+    backlog = {}
+    for run in rbcs:
+        final = metrics.backlogs(run.strategy).iloc[-1].mean()
+        backlog.setdefault(short_label(run), []).append(final)
+    table["mean backlog, last round"] = [
+        _pm(*metrics.mean_ci(backlog[s]), digits=1) if s in backlog else "-"
+        for s in table["strategy"]
+    ]
+    _write_table(table, out / "rbcs_f_numerical.md")
+
+
+def mab_cs_differences(runs: Runs) -> pd.DataFrame:
+    """Per (eta, strategy): T_FedCS - T_* (eq. (12) of 002) and its ratio to T_FedCS, paired
+    by seed (mean and 95% CI half-width over the seeds)."""
+    rows = []
+    for run in runs:
+        eta = run.scenario_dict["radio"].get("fluctuation_eta")
+        rows.append(
+            {
+                "eta": "none" if eta is None else f"{eta:g}",
+                "strategy": short_label(run),
+                "seed": run.scenario_dict["seed"],
+                "time_s": float(run.summary["sim_time_s"]),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    strategies = [s for s in dict.fromkeys(frame["strategy"]) if s != "FedCS"]
+    wide = frame.pivot_table(index=["eta", "seed"], columns="strategy", values="time_s")
+    out = []
+    for eta in sorted(set(frame["eta"]), key=lambda e: -1.0 if e == "none" else float(e)):
+        part = wide.xs(eta, level="eta")
+        fedcs = part["FedCS"].to_numpy()
+        for strategy in strategies:
+            diff = fedcs - part[strategy].to_numpy()
+            mean, half = metrics.mean_ci(diff)
+            ratio, ratio_half = metrics.mean_ci(diff / fedcs)
+            wins = int(np.sum(diff > 0))
+            out.append(
+                {
+                    "eta": eta,
+                    "strategy": strategy,
+                    "T_FedCS (s)": float(np.mean(fedcs)),
+                    "T_FedCS - T_* (s)": mean,
+                    "ci95 (s)": half,
+                    "ratio": ratio,
+                    "ratio ci95": ratio_half,
+                    "faster than FedCS": f"{wins}/{len(diff)}",
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def mab_cs(runs: Runs, out: Path) -> None:
+    """002 Figs. 1-2: T_FedCS - T_* and the reduction ratio against eta."""
+    table = mab_cs_differences(runs)
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    etas = list(dict.fromkeys(table["eta"]))
+    x = np.arange(len(etas))
+    for strategy, part in table.groupby("strategy", sort=False):
+        part = part.set_index("eta").loc[etas]
+        left.errorbar(x, part["T_FedCS - T_* (s)"], yerr=part["ci95 (s)"], marker="o",
+                      capsize=3, label=strategy)  # fmt: skip
+        right.errorbar(x, 100 * part["ratio"], yerr=100 * part["ratio ci95"], marker="o",
+                       capsize=3, label=strategy)  # fmt: skip
+    for ax, ylabel in ((left, "T_FedCS - T_* (s)"), (right, "reduction vs FedCS (%)")):
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_xticks(x, etas)
+        ax.set(xlabel="fluctuation eta", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+    left.legend(fontsize="small")
+    left.set_title("Elapsed time saved against FedCS (eq. 12)")
+    right.set_title("Ratio of reduction")
+    _save(fig, out / "mab_cs_eta.png")
+    shown = table.assign(
+        **{
+            "T_FedCS (s)": table["T_FedCS (s)"].map(lambda v: f"{v:.4g}"),
+            "T_FedCS - T_* (s)": [
+                _pm(m, h)
+                for m, h in zip(table["T_FedCS - T_* (s)"], table["ci95 (s)"], strict=True)
+            ],
+            "ratio": [
+                f"{100 * m:+.2f}% ± {100 * h:.2f}%"
+                for m, h in zip(table["ratio"], table["ratio ci95"], strict=True)
+            ],
+        }
+    ).drop(columns=["ci95 (s)", "ratio ci95"])
+    _write_table(shown, out / "mab_cs_eta.md")
+
+
+def compare_selection(runs: Runs, out: Path) -> None:
+    """The headline comparison: accuracy vs simulated time (mean, 95% CI band), the table."""
+    target = compare.common_target(runs, None)
+    _save(relabel(plots.accuracy_vs_time(runs), runs), out / "compare_selection.png")
+    _write_table(_summary_table(runs, target), out / "compare_selection.md")
+
+
+def _write_table(table: pd.DataFrame, path: Path) -> None:
+    path.write_text(markdown(table), encoding="utf-8")
+    print(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare"])
+    parser.add_argument("sweep", help="the sweep directory (or run directories, a glob)")
+    parser.add_argument("--out", default=str(HERE), help="folder for PNGs and tables")
+    args = parser.parse_args(argv)
+    runs = netfl.load_runs(args.sweep)
+    draw = {"rbcs_f": rbcs_f, "mab_cs": mab_cs, "compare": compare_selection}[args.which]
+    draw(runs, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
