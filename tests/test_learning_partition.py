@@ -151,6 +151,12 @@ def test_clustered_clients_share_their_cluster_label_set():
     assert sorted(label for s in supports for label in s) == list(range(10))
     per_support = [sum(tuple(np.unique(labels[r])) == s for r in parts.train) for s in supports]
     assert per_support == [4] * 5
+    assert parts.cluster is not None and np.bincount(parts.cluster).tolist() == [4] * 5
+    for c in range(5):  # the recorded cluster is the one whose labels the device holds
+        held = {
+            tuple(np.unique(labels[parts.train[k]])) for k in np.flatnonzero(parts.cluster == c)
+        }
+        assert len(held) == 1
     assert sorted(np.concatenate(parts.train).tolist()) == list(range(600))
 
 

@@ -36,10 +36,12 @@ class PartitionError(ValueError):
 
 @dataclass(frozen=True)
 class Partition:
-    """Per device: training rows, and test rows where the dataset has per-owner test data."""
+    """Per device: training rows, test rows where the dataset has per-owner test data, and
+    the device's cluster where the partition makes clusters (``clustered``)."""
 
     train: list[np.ndarray]
     test: list[np.ndarray] | None = None
+    cluster: np.ndarray | None = None
 
     @property
     def sizes(self) -> np.ndarray:
@@ -194,7 +196,7 @@ def clustered(
     labels_per_cluster: int,
     sizes: np.ndarray | None,
     rng: np.random.Generator,
-) -> list[np.ndarray]:
+) -> Partition:
     """Devices in clusters that share a label set; samples disjoint.
 
     Devices join the clusters at random, in balanced numbers (sizes differ by at most
@@ -228,7 +230,7 @@ def clustered(
             chunks = np.split(pool, np.cumsum(wanted))[:-1]
         for k, chunk in zip(clients, chunks, strict=True):
             parts[k] = np.sort(chunk)
-    return parts
+    return Partition(parts, cluster=member.astype(np.int64))
 
 
 def partition(
@@ -263,7 +265,5 @@ def partition(
         return natural(owners[0], owners[1], n_clients, rng)
     if kind == "clustered":
         assert config.clusters is not None and config.labels_per_cluster is not None
-        return Partition(
-            clustered(labels, n_clients, config.clusters, config.labels_per_cluster, sizes, rng)
-        )
+        return clustered(labels, n_clients, config.clusters, config.labels_per_cluster, sizes, rng)
     raise ValueError(f"unknown partition kind {kind!r}")  # pragma: no cover
