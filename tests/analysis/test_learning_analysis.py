@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import netfl
+from netfl.cli import main
 from netfl.errors import MissingDataError
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
@@ -74,3 +75,23 @@ def test_learning_figures(fair_run, digits_run: Path, tmp_path):
     # A run without client losses gets a figure that says why.
     text = learning_plots.global_loss(netfl.load_run(digits_run)).axes[0].texts[0].get_text()
     assert "fairness_loss" in text
+
+
+def test_report_and_compare_show_the_client_losses(fair_run, digits_run: Path, tmp_path):
+    report = tmp_path / "report"
+    assert main(["report", str(fair_run.path), "--out", str(report)]) == 0
+    assert {"global_loss.png", "loss_fairness.png", "distinct_selected.png"} <= {
+        p.name for p in report.glob("*.png")
+    }
+    summary = pd.read_csv(report / "summary.csv").set_index("quantity")["value"]
+    last = fair_run.loss_fairness().iloc[-1]
+    assert float(summary["loss_jain (clients' losses, last evaluation)"]) == pytest.approx(last)
+    both = tmp_path / "both"
+    assert main(["compare", str(fair_run.path), str(digits_run), "--out", str(both)]) == 0
+    table = pd.read_csv(both / "runs.csv").set_index("run")
+    assert table.at[fair_run.id, "loss_jain"] == pytest.approx(last)
+    assert np.isnan(table.at[netfl.load_run(digits_run).id, "loss_jain"])
+    assert "loss_jain_mean" in pd.read_csv(both / "comparison.csv").columns
+    alone = tmp_path / "alone"  # runs without client losses: no such column
+    assert main(["compare", str(digits_run), "--out", str(alone)]) == 0
+    assert "loss_jain_mean" not in pd.read_csv(alone / "comparison.csv").columns
