@@ -208,7 +208,7 @@ NO_LEARNING = ["learning=none", "fl.model_size_bits=1e6", "devices.groups.0.n_sa
         (
             [
                 "selection={name: k_linucb}",
-                "learning.dataset=tests.test_repro_learning:digits_with_gaps",
+                "learning.dataset=tests.test_reproductions_learning:digits_with_gaps",
             ],
             "learning.dataset",
         ),
