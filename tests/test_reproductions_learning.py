@@ -48,6 +48,23 @@ def _run(scenario: str, overrides: list[str], out: Path) -> netfl.Run:
     return netfl.load_run(out)
 
 
+def _runs(
+    scenario: str, common: list[str], selections: dict[str, str], folder: Path
+) -> dict[str, list[netfl.Run]]:
+    """Each selection (a YAML mapping) on each of :data:`SEEDS`, by the selection's name."""
+    return {
+        name: [
+            _run(
+                scenario,
+                [*common, f"selection={selection}", f"seed={seed}"],
+                folder / f"{name}-{seed}",
+            )
+            for seed in SEEDS
+        ]
+        for name, selection in selections.items()
+    }
+
+
 # -- UCB-CS, pow-d, rpow-d (000 Fig. 1) ------------------------------------------------------
 
 UCB_SMALL = [
@@ -68,18 +85,7 @@ UCB_STRATEGIES = {
 @pytest.fixture(scope="module")
 def ucb_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[netfl.Run]]:
     """Synthetic(1,1), K = 30, m = 3, 60 rounds of 10 local steps, 3 seeds per strategy."""
-    folder = tmp_path_factory.mktemp("ucb")
-    return {
-        name: [
-            _run(
-                "ucb_cs_synthetic",
-                [*UCB_SMALL, f"selection={selection}", f"seed={seed}"],
-                folder / f"{name}-{seed}",
-            )
-            for seed in SEEDS
-        ]
-        for name, selection in UCB_STRATEGIES.items()
-    }
+    return _runs("ucb_cs_synthetic", UCB_SMALL, UCB_STRATEGIES, tmp_path_factory.mktemp("ucb"))
 
 
 def _late_loss(runs: list[netfl.Run]) -> float:
@@ -156,19 +162,9 @@ def test_device_contexts_separate_the_data_clusters():
 
 @pytest.fixture(scope="module")
 def nccb_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[netfl.Run]]:
-    folder = tmp_path_factory.mktemp("nccb")
     small = ["fl.rounds=12", "radio={model: fixed}"]
-    return {
-        name: [
-            _run(
-                "nccb_clustered",
-                [*small, f"selection={{name: {name}}}", f"seed={seed}"],
-                folder / f"{name}-{seed}",
-            )
-            for seed in SEEDS
-        ]
-        for name in ("random", "nccb")
-    }
+    selections = {name: f"{{name: {name}}}" for name in ("random", "nccb")}
+    return _runs("nccb_clustered", small, selections, tmp_path_factory.mktemp("nccb"))
 
 
 def test_nccb_explores_one_client_per_cluster_and_reaches_the_target_sooner(nccb_runs):
