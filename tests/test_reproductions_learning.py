@@ -12,6 +12,7 @@ issue 8 through the CLI, and the shipped files validating.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,26 @@ def test_pow_d_and_ucb_cs_lower_the_global_loss_faster_than_rand_and_rpow_d_does
     assert loss["rpow_d"] > max(loss["pow_d"], loss["ucb_cs"], 0.75 * loss["rand"])
     for runs in ucb_runs.values():  # Jain's index of the clients' losses, eq. (3)
         assert all(1 / 30 <= r.loss_fairness().iloc[-1] <= 1 for r in runs)
+
+
+def test_the_figure_script_draws_and_tabulates_the_runs(ucb_runs, nccb_runs, tmp_path, capsys):
+    path = ROOT / "docs" / "figures" / "learning_figures.py"
+    spec = importlib.util.spec_from_file_location("learning_figures", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.ucb_cs(ucb_runs["rand"][0].path.parent, tmp_path)
+    script.nccb(nccb_runs["nccb"][0].path.parent, tmp_path, target=0.7)
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "ucb_cs_synthetic.png",
+        "nccb_clustered.png",
+    }
+    rows = [line for line in capsys.readouterr().out.splitlines() if "(n=3)" in line]
+    assert len(rows) == 4 + 2  # one per strategy (m = 3), one per NCCB configuration
+    pow_d = next(row for row in rows if "| pow-d" in row).split("|")
+    assert float(pow_d[3].split()[0]) == pytest.approx(  # Jain J(w) at the end, mean of 3
+        np.mean([r.loss_fairness().iloc[-1] for r in ucb_runs["pow_d"]]), abs=0.006
+    )
 
 
 def test_pow_d_polls_cost_simulated_time_and_bits(ucb_runs):

@@ -24,6 +24,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from netfl.sweep.index import is_sweep_directory
 from netfl.trace.metrics import mean_ci, rounds_to_accuracy, time_to_accuracy
 from netfl.trace.run import Run, load_runs
 
@@ -39,7 +40,9 @@ NAMES = {"random": "rand", "pow_d": "pow-d", "rpow_d": "rpow-d", "ucb_cs": "ucb-
 
 
 def completed(folder: Path) -> list[Run]:
-    return [r for r in load_runs(folder) if r.status == "completed"]
+    """The completed runs of a sweep directory, or of a folder of run directories."""
+    runs = load_runs(folder) if is_sweep_directory(folder) else load_runs(str(folder / "*"))
+    return [r for r in runs if r.status == "completed"]
 
 
 def strategy(run: Run) -> str:
@@ -86,7 +89,16 @@ def on_time_grid(
 
 
 def by_round(runs: list[Run], series: Callable[[Run], pd.Series]) -> np.ndarray:
-    return np.vstack([series(r).sort_index().to_numpy(float) for r in runs])
+    """(runs, rounds) matrix: column r holds the latest value at or before round r (rounds
+    not evaluated repeat the previous evaluation; NaN before the first)."""
+    values = [series(r).sort_index() for r in runs]
+    rounds = np.arange(max(int(v.index.max()) for v in values) + 1)
+    return np.vstack([v.reindex(rounds).ffill().to_numpy(float) for v in values])
+
+
+def column(matrix: np.ndarray, index: int) -> np.ndarray:
+    """Column ``index`` of a by-round matrix, NaN where the runs are shorter."""
+    return matrix[:, index] if index < matrix.shape[1] else np.full(len(matrix), np.nan)
 
 
 def poll_time_s(run: Run) -> float:
@@ -148,7 +160,7 @@ def ucb_cs(folder: Path, out: Path) -> None:
             reach = [first_below(r, LOSS_LEVEL) for r in group]
             print(
                 f"| {m} | {NAMES[name]} (n={len(group)}) | {show(jain)} | {PAPER_JAIN[name][m - 1]}"
-                f" | {show(loss[:, 99], 3)} | {show(loss[:, 299], 3)}"
+                f" | {show(column(loss, 99), 3)} | {show(column(loss, 299), 3)}"
                 f" | {show(loss[:, -20:].mean(axis=1), 3)} | {show([r for r, _ in reach], 0)}"
                 f" ({sum(np.isfinite(r) for r, _ in reach)}/{len(group)})"
                 f" | {show([t for _, t in reach], 0)} | {show(sim, 0)} | {show(polls, 0)}"
@@ -283,7 +295,7 @@ def nccb(folder: Path, out: Path, target: float) -> None:
         print(
             f"| {name} (n={len(group)}) | "
             + " | ".join(reach)
-            + f" | {show(accuracy[:, 9], 3)} | {show(accuracy[:, 29], 3)}"
+            + f" | {show(column(accuracy, 9), 3)} | {show(column(accuracy, 29), 3)}"
             f" | {show(accuracy[:, -1], 3)} | {show([one_cluster_share(r) for r in group])}"
             f" | {show(per_round)} |"
         )
