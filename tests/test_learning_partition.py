@@ -134,3 +134,80 @@ def test_partitions_are_disjoint_valid_and_reproducible(config, n_clients, seed)
     assert all(np.all(np.diff(p) > 0) for p in parts.train)  # sorted
     again = partition(config, labels, n_clients, None, np.random.default_rng(seed))
     assert all(np.array_equal(a, b) for a, b in zip(parts.train, again.train, strict=True))
+
+
+def _clustered(clusters, per_cluster, labels, n_clients, sizes=None, seed=0):
+    config = PartitionConfig(kind="clustered", clusters=clusters, labels_per_cluster=per_cluster)
+    return partition(config, labels, n_clients, sizes, np.random.default_rng(seed))
+
+
+def test_clustered_clients_share_their_cluster_label_set():
+    labels = _labels(60)
+    parts = _clustered(5, 2, labels, 20)
+    supports = {tuple(np.unique(labels[rows])) for rows in parts.train}
+    # 5 clusters x 2 labels = the 10 classes: 5 disjoint pairs, 4 devices (of 30 samples
+    # from a 120-sample pool) on each.
+    assert len(supports) == 5 and all(len(s) == 2 for s in supports)
+    assert sorted(label for s in supports for label in s) == list(range(10))
+    per_support = [sum(tuple(np.unique(labels[r])) == s for r in parts.train) for s in supports]
+    assert per_support == [4] * 5
+    assert parts.cluster is not None and np.bincount(parts.cluster).tolist() == [4] * 5
+    for c in range(5):  # the recorded cluster is the one whose labels the device holds
+        held = {
+            tuple(np.unique(labels[parts.train[k]])) for k in np.flatnonzero(parts.cluster == c)
+        }
+        assert len(held) == 1
+    assert sorted(np.concatenate(parts.train).tolist()) == list(range(600))
+
+
+def test_clustered_label_sets_wrap_around_and_share_a_class_between_clusters():
+    labels = _labels(40, n_classes=5)
+    parts = _clustered(3, 2, labels, 6)  # 6 labels over 5 classes: one class in two sets
+    counts = label_counts(labels, parts.train, 5)
+    holders = (counts > 0).sum(axis=0)  # devices holding each class
+    assert sorted(holders.tolist()) == [2, 2, 2, 2, 4]
+    shared = int(np.argmax(holders))
+    assert counts[:, shared].sum() == 40  # split between the two clusters, none lost
+
+
+def test_clustered_takes_device_sizes_and_refuses_too_many():
+    labels = _labels(50)
+    sizes = np.array([10, 20, 30, 40])
+    parts = _clustered(2, 5, labels, 4, sizes)
+    assert parts.sizes.tolist() == sizes.tolist()
+    with pytest.raises(PartitionError, match=r"cluster \d+ ask for"):
+        _clustered(2, 1, labels, 4, np.full(4, 30))  # a cluster's one label has 50
+    with pytest.raises(PartitionError, match="more than the 4 devices"):
+        _clustered(5, 1, labels, 4)
+    with pytest.raises(PartitionError, match="only 10 classes"):
+        _clustered(2, 11, labels, 4)
+
+
+def test_clustered_needs_its_two_parameters():
+    with pytest.raises(ValueError, match="kind clustered needs clusters"):
+        PartitionConfig(kind="clustered", labels_per_cluster=2)
+    with pytest.raises(ValueError, match="labels_per_cluster applies to kind clustered"):
+        PartitionConfig(kind="iid", labels_per_cluster=2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    clusters=st.integers(1, 4),
+    per_cluster=st.integers(1, 6),
+    extra=st.integers(0, 8),
+    seed=st.integers(0, 2**31),
+)
+def test_clustered_is_disjoint_and_one_label_set_per_cluster(clusters, per_cluster, extra, seed):
+    labels = np.random.default_rng(seed).integers(0, 6, 240)
+    per_cluster = min(per_cluster, len(np.unique(labels)))
+    n_clients = clusters + extra
+    parts = _clustered(clusters, per_cluster, labels, n_clients, seed=seed)
+    rows = np.concatenate(parts.train)
+    assert len(np.unique(rows)) == len(rows)
+    supports = [set(np.unique(labels[r]).tolist()) for r in parts.train if len(r)]
+    # At most `clusters` distinct label sets of at most per_cluster labels each.
+    maximal = [s for s in supports if not any(s < t for t in supports)]
+    assert len({frozenset(s) for s in maximal}) <= clusters
+    assert all(len(s) <= per_cluster for s in supports)
+    again = _clustered(clusters, per_cluster, labels, n_clients, seed=seed)
+    assert all(np.array_equal(a, b) for a, b in zip(parts.train, again.train, strict=True))

@@ -121,3 +121,19 @@ def test_kmeans_caps_clusters_at_distinct_points():
     assert len(centroids) == 2
     assert len(set(labels[:4].tolist())) == 1 and labels[0] != labels[-1]
     assert math.isfinite(float(centroids.sum()))
+
+
+def test_kmeans_restarts_escape_the_local_optima_of_one_run():
+    # Ten blobs on a line, in five close pairs: one k-means++ run sometimes seeds two
+    # centres in one pair and none in another, and Lloyd's iterations keep that.
+    rng = np.random.default_rng(0)
+    centres = np.array([[x, 0.0] for pair in range(5) for x in (10.0 * pair, 10.0 * pair + 3)])
+    truth = np.repeat(np.arange(10), 8)
+    points = centres[truth] + rng.normal(scale=0.3, size=(80, 2))
+
+    def recovered(restarts: int, seed: int) -> bool:
+        labels, _ = kmeans(points, 10, np.random.default_rng(seed), restarts=restarts)
+        return len({(int(a), int(b)) for a, b in zip(truth, labels, strict=True)}) == 10
+
+    assert not all(recovered(1, seed) for seed in range(20))
+    assert all(recovered(10, seed) for seed in range(20))

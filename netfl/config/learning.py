@@ -58,7 +58,7 @@ _PARAMS_HELP = "; ".join(
     for name, model in DATASET_PARAMS.items()
 )
 
-PartitionKind = Literal["iid", "dirichlet", "shards", "power_law", "natural"]
+PartitionKind = Literal["iid", "dirichlet", "shards", "power_law", "natural", "clustered"]
 
 #: Partition parameter -> the kind it belongs to.
 _PARTITION_PARAMS = {
@@ -66,6 +66,8 @@ _PARTITION_PARAMS = {
     "shards_per_client": "shards",
     "exponent": "power_law",
     "min_samples": "power_law",
+    "clusters": "clustered",
+    "labels_per_cluster": "clustered",
 }
 #: Kinds that decide every device's data size themselves.
 SIZE_SETTING_KINDS = frozenset({"shards", "power_law", "natural"})
@@ -86,6 +88,9 @@ class PartitionConfig(StrictModel):
             " them out at random (GPFL's 1SPC / 2SPC). power_law: IID labels, sizes"
             " min_samples + Pareto(exponent) shares of the rest. natural: the dataset's own"
             " split (Synthetic: one generated device each; FEMNIST: one writer each)."
+            " clustered: the devices fall at random into `clusters` equal-sized groups, and"
+            " every device of a group holds the same labels_per_cluster labels (label skew"
+            " by cluster, as NCCB assumes); sizes from n_samples (or even), samples disjoint."
             " shards, power_law and natural set the sizes themselves (no n_samples)."
         ),
     )
@@ -102,6 +107,17 @@ class PartitionConfig(StrictModel):
     min_samples: PositiveInt | None = Field(
         default=None, description="power_law: samples every device gets at least (default 1)."
     )
+    clusters: PositiveInt | None = Field(
+        default=None, description="clustered: number of device clusters C (at most the devices)."
+    )
+    labels_per_cluster: PositiveInt | None = Field(
+        default=None,
+        description=(
+            "clustered: labels each cluster holds; cluster c takes the labels at positions"
+            " c L .. c L + L - 1 (mod the number of classes) of a random order of the classes:"
+            " disjoint sets when clusters x labels_per_cluster <= classes, overlapping otherwise."
+        ),
+    )
 
     @model_validator(mode="after")
     def _params_fit_kind(self) -> PartitionConfig:
@@ -110,6 +126,7 @@ class PartitionConfig(StrictModel):
                 raise ValueError(f"{key} applies to kind {kind}, not {self.kind}")
         required = {"dirichlet": ["alpha"], "shards": ["shards_per_client"]}
         required["power_law"] = ["exponent"]
+        required["clustered"] = ["clusters", "labels_per_cluster"]
         for key in required.get(self.kind, []):
             if getattr(self, key) is None:
                 raise ValueError(f"kind {self.kind} needs {key}")

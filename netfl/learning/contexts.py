@@ -26,6 +26,17 @@ PROJECTION_DIM = 16
 ETA_FRACTION = 0.5
 
 
+def summary_problem(x: np.ndarray, y: np.ndarray, n_classes: int) -> str | None:
+    """Why per-class feature means cannot be computed from ``(x, y)``, or None."""
+    if not np.issubdtype(y.dtype, np.integer):
+        return f"its labels are {y.dtype}, not class indices"
+    if len(y) and (y.min() < 0 or y.max() >= n_classes):
+        return f"its labels run from {y.min()} to {y.max()}, outside 0..{n_classes - 1}"
+    if not np.issubdtype(x.dtype, np.number) or not np.isfinite(x).all():
+        return "its inputs are not all finite numbers"
+    return None
+
+
 def device_contexts(learner: object, rng: np.random.Generator) -> np.ndarray:
     """Contexts of every client, ``(n_clients, N_HASHES)``, from the learner's partition."""
     data = getattr(learner, "data", None)
@@ -38,6 +49,13 @@ def device_contexts(learner: object, rng: np.random.Generator) -> np.ndarray:
         )
     x = data.x_train.detach().cpu().numpy().reshape(len(data.x_train), -1)
     y = data.y_train.detach().cpu().numpy()
+    problem = summary_problem(x, y, data.n_classes)
+    if problem:
+        raise ScenarioError.single(
+            "learning.dataset",
+            f"{data.name} cannot provide the data contexts this strategy needs (the LSH of"
+            f" each device's per-class feature means): {problem}",
+        )
     hasher = QuantisedLSH.create(
         input_dim=data.n_classes * x.shape[1],
         n_hashes=N_HASHES,

@@ -330,8 +330,12 @@ class TorchLearner:
         return mixture_losses(class_loss, self.label_counts)
 
     def client_columns(self) -> dict[str, Any]:
-        """Extra clients.parquet columns: each client's label histogram."""
-        return {"label_counts": self.label_counts}
+        """Extra clients.parquet columns: each client's label histogram, and its data
+        cluster where the partition makes clusters (``data_cluster``)."""
+        columns: dict[str, Any] = {"label_counts": self.label_counts}
+        if self.partition.cluster is not None:
+            columns["data_cluster"] = self.partition.cluster
+        return columns
 
     def checkpoint_state(self) -> dict[str, Any]:
         """What a round boundary's checkpoint keeps: the global model (a copy, on the host).

@@ -13,7 +13,10 @@ Kinds (``learning.partition.kind``):
   001_67fd41493d1b216a.txt Sec. V-A): sort by label, cut into shards_per_client x K
   equal shards, give each device shards_per_client of them at random;
 - ``power_law``: IID labels, sizes min_samples + Pareto(exponent)-weighted shares of the rest;
-- ``natural``: the dataset's own owners (Synthetic devices, FEMNIST writers).
+- ``natural``: the dataset's own owners (Synthetic devices, FEMNIST writers);
+- ``clustered``: the devices fall into ``clusters`` groups and every device of a group
+  holds samples of the same ``labels_per_cluster`` labels (label skew by cluster: the
+  population NCCB's context-aware selection, 004_1839f3fcd266bde6.txt, is built for).
 
 The last three set the sizes themselves (``n_samples`` is refused when validating).
 """
@@ -33,10 +36,12 @@ class PartitionError(ValueError):
 
 @dataclass(frozen=True)
 class Partition:
-    """Per device: training rows, and test rows where the dataset has per-owner test data."""
+    """Per device: training rows, test rows where the dataset has per-owner test data, and
+    the device's cluster where the partition makes clusters (``clustered``)."""
 
     train: list[np.ndarray]
     test: list[np.ndarray] | None = None
+    cluster: np.ndarray | None = None
 
     @property
     def sizes(self) -> np.ndarray:
@@ -164,6 +169,70 @@ def natural(
     return Partition(train, test)
 
 
+def cluster_label_sets(
+    classes: np.ndarray, n_clusters: int, labels_per_cluster: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """The label set of each cluster: consecutive runs of a random order of the classes.
+
+    Cluster c holds ``order[(c L + j) mod n_classes]`` for j < L: the sets are disjoint
+    when C L <= n_classes and overlap (wrapping around) otherwise.
+    """
+    if labels_per_cluster > len(classes):
+        raise PartitionError(
+            f"labels_per_cluster = {labels_per_cluster} but the training set has only"
+            f" {len(classes)} classes"
+        )
+    order = rng.permutation(classes)
+    steps = np.arange(labels_per_cluster)
+    return [
+        np.sort(order[(c * labels_per_cluster + steps) % len(classes)]) for c in range(n_clusters)
+    ]
+
+
+def clustered(
+    labels: np.ndarray,
+    n_clients: int,
+    n_clusters: int,
+    labels_per_cluster: int,
+    sizes: np.ndarray | None,
+    rng: np.random.Generator,
+) -> Partition:
+    """Devices in clusters that share a label set; samples disjoint.
+
+    Devices join the clusters at random, in balanced numbers (sizes differ by at most
+    one). Each class's samples are split evenly among the clusters that hold it, and a
+    cluster's pool is shuffled and dealt out to its devices: evenly, or ``sizes[k]``
+    samples to device k (an error if the pool is too small).
+    """
+    if n_clusters > n_clients:
+        raise PartitionError(f"clusters = {n_clusters} is more than the {n_clients} devices")
+    label_sets = cluster_label_sets(np.unique(labels), n_clusters, labels_per_cluster, rng)
+    pieces: list[list[np.ndarray]] = [[] for _ in range(n_clusters)]
+    for label in np.unique(labels):
+        holders = [c for c, held in enumerate(label_sets) if label in held]
+        rows = rng.permutation(np.flatnonzero(labels == label))
+        for c, part in zip(holders, np.array_split(rows, max(len(holders), 1)), strict=False):
+            pieces[c].append(part)
+    member = rng.permutation(n_clients) % n_clusters
+    parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * n_clients
+    for c in range(n_clusters):
+        pool = rng.permutation(np.concatenate(pieces[c]))
+        clients = np.flatnonzero(member == c)
+        if sizes is None:
+            chunks = np.array_split(pool, len(clients))
+        else:
+            wanted = np.asarray(sizes, dtype=np.int64)[clients]
+            if wanted.sum() > len(pool):
+                raise PartitionError(
+                    f"the {len(clients)} devices of cluster {c} ask for {int(wanted.sum())}"
+                    f" samples but its labels {label_sets[c].tolist()} have {len(pool)}"
+                )
+            chunks = np.split(pool, np.cumsum(wanted))[:-1]
+        for k, chunk in zip(clients, chunks, strict=True):
+            parts[k] = np.sort(chunk)
+    return Partition(parts, cluster=member.astype(np.int64))
+
+
 def partition(
     config: PartitionConfig,
     labels: np.ndarray,
@@ -194,4 +263,7 @@ def partition(
         return Partition(power_law(n_train, n_clients, config.exponent, minimum, rng))
     if kind == "natural":
         return natural(owners[0], owners[1], n_clients, rng)
+    if kind == "clustered":
+        assert config.clusters is not None and config.labels_per_cluster is not None
+        return clustered(labels, n_clients, config.clusters, config.labels_per_cluster, sizes, rng)
     raise ValueError(f"unknown partition kind {kind!r}")  # pragma: no cover

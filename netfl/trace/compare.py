@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from netfl.trace import metrics
-from netfl.trace.run import Runs
+from netfl.trace.run import Run, Runs
 
 CRN_NOTE = (
     "Paired comparisons use common random numbers: every component draws from its own named"
@@ -28,6 +28,9 @@ CRN_NOTE = (
 )
 #: Per-run metrics compared; the order of the comparison table's columns.
 METRICS = ("final_accuracy", "time_to_target_s", "sim_time_s", "rounds", "fairness_jain")
+#: Metrics compared only where a run has them: ``loss_jain``, Jain's index of the clients'
+#: losses at the last evaluation (eq. (3) of 000; runs with ``learning.fairness_loss``).
+OPTIONAL_METRICS = ("loss_jain",)
 #: Client columns that common random numbers keep identical across paired runs.
 SHARED_CLIENT_COLUMNS = ("x_m", "y_m", "rate_ul_bps", "rate_dl_bps", "n_samples", "compute_sps")
 
@@ -86,9 +89,25 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
                 "sim_time_s": float(summary.get("sim_time_s", math.nan)),
                 "rounds": float(summary.get("rounds", math.nan)),
                 "fairness_jain": run.fairness(),
+                "loss_jain": _final_loss_jain(run),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _final_loss_jain(run: Run) -> float:
+    learning = run.scenario_dict.get("learning") or {}
+    if learning.get("fairness_loss", "none") == "none":
+        return math.nan
+    return float(run.loss_fairness().iloc[-1])
+
+
+def compared_metrics(table: pd.DataFrame) -> tuple[str, ...]:
+    """:data:`METRICS`, plus the optional ones that some run of ``table`` has."""
+    present = [
+        m for m in OPTIONAL_METRICS if m in table and np.isfinite(table[m].to_numpy(float)).any()
+    ]
+    return (*METRICS, *present)
 
 
 def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -100,7 +119,7 @@ def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     rows = {}
     for label, group in table.groupby("configuration", sort=False):
         row: dict[str, float | int | str] = {"n": len(group)}
-        for metric in METRICS:
+        for metric in compared_metrics(table):
             mean, half = metrics.mean_ci(group[metric].to_numpy(float), confidence)
             row[f"{metric}_mean"], row[f"{metric}_ci95"] = mean, half
         reached = int(np.isfinite(group["time_to_target_s"]).sum())
@@ -140,7 +159,7 @@ def paired(runs: Runs, table: pd.DataFrame, baseline: str | None = None) -> pd.D
         shared = all(
             _shares_draws(runs, str(base_runs.at[s, "run"]), str(other.at[s, "run"])) for s in seeds
         )
-        for metric in METRICS:
+        for metric in compared_metrics(table):
             diff = other.loc[seeds, metric].to_numpy(float) - base_runs.loc[seeds, metric].to_numpy(
                 float
             )

@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from netfl._version import __version__
 from netfl.errors import MissingDataError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
-from netfl.trace import compare, plots
+from netfl.trace import compare, learning_plots, plots
 from netfl.trace.run import STRATEGY_FILE, Run, Runs
 
 REPORT_FILE = "report.html"
@@ -109,8 +109,15 @@ def run_summary(run: Run) -> pd.DataFrame:
     rows = [(k, s[k]) for k in keys if k in s.index]
     rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
     rows.append(("fairness_jain (selection counts)", run.fairness()))
+    if _has_client_losses(run):
+        rows.append(("loss_jain (clients' losses, last evaluation)", run.loss_fairness().iloc[-1]))
     shown = [(k, _show(v)) for k, v in rows]
     return pd.DataFrame(shown, columns=["quantity", "value"])
+
+
+def _has_client_losses(run: Run) -> bool:
+    learning = run.scenario_dict.get("learning") or {}
+    return learning.get("fairness_loss", "none") != "none"
 
 
 def _show(value: object) -> str:
@@ -140,6 +147,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.heading("Accuracy")
     page.figure("accuracy_vs_time", lambda: plots.accuracy_vs_time(run))
     page.figure("accuracy_vs_round", lambda: plots.accuracy_vs_round(run))
+    if _has_client_losses(run):
+        page.heading("Client losses (learning.fairness_loss)")
+        page.figure("global_loss", lambda: learning_plots.global_loss(run))
+        page.figure("global_loss_vs_time", lambda: learning_plots.global_loss(run, x="time"))
+        page.figure("loss_fairness", lambda: learning_plots.loss_fairness(run))
     page.heading("Time")
     page.figure("round_times", lambda: plots.round_times(run))
     page.figure("gantt", lambda: plots.gantt(run))
@@ -148,6 +160,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.heading("Selection")
     page.figure("selection_heatmap", lambda: plots.selection_heatmap(run))
     page.figure("pull_counts", lambda: plots.pull_counts(run))
+    page.figure("distinct_selected", lambda: learning_plots.distinct_selected(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
     if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
@@ -205,6 +218,10 @@ def write_comparison(
     page.heading("Figures")
     for name in ("accuracy_vs_time", "accuracy_vs_round", "round_times", "pull_counts", "rate_cdf"):
         page.figure(name, partial(getattr(plots, name), runs))
+    if all(_has_client_losses(r) for r in runs):
+        page.figure("global_loss", partial(learning_plots.global_loss, runs))
+        page.figure("global_loss_vs_time", partial(learning_plots.global_loss, runs, x="time"))
+        page.figure("loss_fairness", partial(learning_plots.loss_fairness, runs))
     page.heading("Runs")
     page.table(table, "runs", index=False)
     return page.write(), messages

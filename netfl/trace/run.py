@@ -23,7 +23,7 @@ import yaml
 
 from netfl.errors import MissingDataError, RunReadError, ScenarioError
 from netfl.rundir import is_run_directory
-from netfl.trace import metrics, phases, rb
+from netfl.trace import learning_metrics, metrics, phases, rb
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -210,6 +210,40 @@ class Run:
     def fairness(self) -> float:
         """Jain's index of the per-client selection counts (eq. (3), 000_dfbad22c59539edc.txt)."""
         return metrics.jain_index(self.selection_counts().to_numpy())
+
+    def distinct_selected(self) -> pd.Series:
+        """Clients selected at least once, after each round (001_67fd41493d1b216a.txt Fig. 4)."""
+        rounds = self.rounds.sort_values("round")
+        counts = learning_metrics.distinct_selected(rounds["selected"], len(self.clients))
+        return pd.Series(counts, index=pd.Index(rounds["round"], name="round"), name="distinct")
+
+    def selection_histogram(self) -> pd.Series:
+        """Number of clients selected in exactly f rounds, indexed by f (001 Fig. 5)."""
+        counts = np.bincount(self.selection_counts().to_numpy())
+        return pd.Series(counts, index=pd.Index(range(len(counts)), name="times"), name="clients")
+
+    def client_losses(self) -> pd.DataFrame:
+        """Round x client losses F_k(w) of the global model at each evaluation.
+
+        From the ``client_loss`` timeline rows that ``learning.fairness_loss`` writes; a
+        :class:`MissingDataError` if the run has none.
+        """
+        matrix = learning_metrics.client_loss_matrix(self.timeline)
+        if matrix.empty:
+            raise MissingDataError(
+                f"{self.path}: no client_loss rows (run with learning.fairness_loss: train or test)"
+            )
+        return matrix
+
+    def loss_fairness(self) -> pd.Series:
+        """Jain's index of the clients' losses at each evaluation (eq. (3) of 000), by round."""
+        return learning_metrics.loss_fairness(self.client_losses())
+
+    def global_loss(self) -> pd.Series:
+        """F(w) = sum_k p_k F_k(w) at each evaluation, by round (eq. (1) of 000): the global
+        training objective with ``fairness_loss: train``."""
+        sizes = self.clients.sort_values("client")["n_samples"].to_numpy(float)
+        return learning_metrics.weighted_loss(self.client_losses(), sizes)
 
 
 def _sweep_run_dirs(path: Path) -> list[Path] | None:
