@@ -93,6 +93,11 @@ def test_update_vectors_only_when_asked():
     assert asked.update_vectors.shape == (2, learner.n_parameters)
     first = asked.states["1.weight"][0] - learner.global_state["1.weight"]
     assert np.allclose(asked.update_vectors[0, : first.numel()], first.flatten().numpy())
+    # lr x SGD steps per client: the divisor that turns an update into a mean gradient.
+    sgd = learner.sgd(0)
+    steps = [sgd.epochs * -(-int(n) // sgd.batch_size) for n in learner.n_samples[:2]]
+    assert asked.update_scale == pytest.approx(sgd.lr * np.array(steps, dtype=float))
+    assert plain.update_scale is None
     assert wants_for({"local_loss", "update_vector", "poll_loss"}) == {"update_vector"}
     with pytest.raises(ValueError, match="unknown learning signals"):
         learner.local_update(0, np.array([0]), want=frozenset({"gradient_norm"}))

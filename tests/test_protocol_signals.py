@@ -63,9 +63,10 @@ def test_update_vectors_are_asked_only_when_required():
 def test_polled_answers_come_from_the_matching_learner_call():
     learner = _Learner()
     signals = LearningSignals(learner, frozenset())
-    assert signals.polled(0, np.array([2, 0]), "poll_loss").tolist() == [2.5, 0.5]
-    vectors = signals.polled(0, np.array([1, 3]), "update_vector")
-    assert vectors.tolist() == [[1.0] * 3, [3.0] * 3]
+    assert signals.polled(0, np.array([2, 0]), "poll_loss")["loss"].tolist() == [2.5, 0.5]
+    answers = signals.polled(0, np.array([1, 3]), "update_vector")
+    assert answers["update_vector"].tolist() == [[1.0] * 3, [3.0] * 3]
+    assert np.isnan(answers["update_scale"]).all()  # this learner gives no scale
 
 
 def test_oracle_exchange_time_is_c_theta_for_rbcs_f_table_1():

@@ -321,13 +321,17 @@ class Server:
         exchange = Exchange(self.parts, ctx.round, clients, plan, target=None)
         outcomes = yield from exchange.run(limit)
         answered = np.array([o.client for o in outcomes if o.completed], dtype=np.int64)
-        values = self.signals.polled(ctx.round, answered, signal)
+        answers = self.signals.polled(ctx.round, answered, signal)
         rows = np.searchsorted(ctx.candidates, answered)  # candidates are sorted
-        column = np.full((len(ctx.candidates), *values.shape[1:]), np.nan)
-        column[rows] = values
+        features = dict(ctx.features)
+        for name, values in answers.items():
+            column = np.full((len(ctx.candidates), *values.shape[1:]), np.nan)
+            column[rows] = values
+            features[name] = column
         polled = np.zeros(len(ctx.candidates))
         polled[rows] = 1.0
-        return {**ctx.features, POLL_PLANS[signal]: column, "polled": polled}
+        features["polled"] = polled
+        return features
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
         chosen = [int(c) for c in self.strategy.select(ctx)]

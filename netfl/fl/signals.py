@@ -7,11 +7,13 @@ missing), so the protocol runs with any learner that has the basic ``Learner`` m
 - after a round, in ``RoundFeedback.signals``, aligned with the selection (NaN rows for
   clients whose update did not arrive): ``local_loss_std`` (the spread of the local
   minibatch losses, UCB-CS eq. (7)); with ``update_vector`` required, ``update_vector``
-  (w_local - w_global, one row per client) and ``global_update`` (the aggregate's change
+  (w_local - w_global, one row per client), ``update_scale`` (lr x local SGD steps of
+  each row, NaN if the learner does not say) and ``global_update`` (the aggregate's change
   of the global model: the learner's ``global_update()``, or else the data-size-weighted
   mean of the arrived updates, which is FedAvg's change);
-- for a poll: ``client_losses`` (``poll_loss``) or a local update's ``update_vectors``
-  (``update_vector``) of the polled clients that answered.
+- for a poll, as candidate features: ``loss`` from ``client_losses`` (``poll_loss``), or a
+  local update's ``update_vector`` and ``update_scale`` (``update_vector``) of the polled
+  clients that answered.
 """
 
 from __future__ import annotations
@@ -43,18 +45,22 @@ class LearningSignals:
             return update(round, clients, want=wants)
         return update(round, clients)
 
-    def polled(self, round: int, clients: np.ndarray, signal: str) -> np.ndarray:
-        """The answers of the polled ``clients``: (k,) losses or (k, P) update vectors."""
+    def polled(self, round: int, clients: np.ndarray, signal: str) -> dict[str, np.ndarray]:
+        """The answers of the polled ``clients`` as features: ``loss`` (k,), or
+        ``update_vector`` (k, P) with ``update_scale`` (k,)."""
         if signal == "poll_loss":
             losses = getattr(self.learner, "client_losses", None)
             if losses is None or len(clients) == 0:
-                return np.full(len(clients), np.nan)
-            return np.asarray(losses(clients), dtype=float)
+                return {"loss": np.full(len(clients), np.nan)}
+            return {"loss": np.asarray(losses(clients), dtype=float)}
         result = self.local_update(round, clients, frozenset({"update_vector"}))
         vectors = getattr(result, "update_vectors", None)
         if vectors is None:
-            return np.full((len(clients), 1), np.nan)
-        return np.asarray(vectors, dtype=float).reshape(len(clients), -1)
+            vectors = np.full((len(clients), 1), np.nan)
+        return {
+            "update_vector": np.asarray(vectors, dtype=float).reshape(len(clients), -1),
+            "update_scale": _scale(result, len(clients)),
+        }
 
     def feedback(self, result: Any, selected: Sequence[int]) -> dict[str, np.ndarray]:
         """``RoundFeedback.signals`` for the selection, from the arrived clients' result."""
@@ -70,6 +76,9 @@ class LearningSignals:
             rows = np.full((len(selected), vectors.shape[1]), np.nan)
             rows[arrived] = vectors[index[arrived]]
             signals["update_vector"] = rows
+            scale = np.full(len(selected), np.nan)
+            scale[arrived] = _scale(result, len(row))[index[arrived]]
+            signals["update_scale"] = scale
             signals["global_update"] = self._global_update(result, vectors)
         return signals
 
@@ -81,3 +90,9 @@ class LearningSignals:
         weights = np.asarray(result.n_samples, dtype=float)
         total = weights.sum()
         return weights @ vectors / total if total > 0 else np.zeros(vectors.shape[1])
+
+
+def _scale(result: Any, n: int) -> np.ndarray:
+    """lr x local steps of each row of ``result`` (NaN where the learner does not say)."""
+    scale = getattr(result, "update_scale", None)
+    return np.full(n, np.nan) if scale is None else np.asarray(scale, dtype=float)

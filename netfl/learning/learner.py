@@ -240,16 +240,20 @@ class TorchLearner:
             empty = np.array([])
             vectors = np.zeros((0, self.n_parameters), np.float32) if want else None
             return LocalResult(clients, {}, self._n_samples[clients], empty, empty, vectors)
+        sgd = self.sgd(round)
         states, means, stds = self.trainer.train(
             self.global_state,
             self.data.x_train,
             self.data.y_train,
             [self.client_indices[c] for c in clients],
             [self._client_seed(round, int(c)) for c in clients],
-            self.sgd(round),
+            sgd,
         )
-        vectors = self._update_vectors(states) if "update_vector" in want else None
-        return LocalResult(clients, states, self._n_samples[clients], means, stds, vectors)
+        n = self._n_samples[clients]
+        if "update_vector" not in want:
+            return LocalResult(clients, states, n, means, stds)
+        scale = sgd.lr * sgd.steps_taken(n).astype(float)
+        return LocalResult(clients, states, n, means, stds, self._update_vectors(states), scale)
 
     def _update_vectors(self, states: dict[str, torch.Tensor]) -> np.ndarray:
         """w_local - w_global over the parameters (not batch-norm statistics), flattened."""

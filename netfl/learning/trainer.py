@@ -39,6 +39,15 @@ class LocalSGD:
     momentum: float = 0.0
     weight_decay: float = 0.0
 
+    def steps_taken(self, n_samples: np.ndarray) -> np.ndarray:
+        """SGD steps of one local update: E ceil(n_k / b), or tau (none without data)."""
+        n = np.asarray(n_samples, dtype=np.int64)
+        if self.steps is None:
+            steps = self.epochs * -(-n // self.batch_size)
+        else:
+            steps = np.full(n.shape, self.steps, dtype=np.int64)
+        return np.where(n > 0, steps, 0)
+
     def samples_processed(self, n_samples: np.ndarray) -> np.ndarray:
         """Training samples one local update goes through: E n_k, or tau min(b, n_k)."""
         n = np.asarray(n_samples, dtype=np.int64)
@@ -54,7 +63,10 @@ class LocalResult:
     ``states`` holds each client's parameters and buffers stacked on a leading client axis;
     ``loss_mean``/``loss_std`` are over the client's local iterations (the minibatch
     losses; UCB-CS eqs. (5) and (7) in 000_dfbad22c59539edc.txt); ``update_vectors``
-    (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P).
+    (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P),
+    and ``update_scale`` is lr x (SGD steps taken) per client: with plain SGD,
+    ``-update_vectors / update_scale`` is the client's mean gradient along its local path
+    (what GPFL's eq. (3) projects).
     """
 
     clients: np.ndarray
@@ -63,6 +75,7 @@ class LocalResult:
     loss_mean: np.ndarray
     loss_std: np.ndarray
     update_vectors: np.ndarray | None = None
+    update_scale: np.ndarray | None = None
 
 
 class Trainer(Protocol):

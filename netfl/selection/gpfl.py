@@ -40,6 +40,19 @@ def projection(updates: np.ndarray, direction: np.ndarray) -> np.ndarray:
     return np.asarray(updates, dtype=float) @ (np.asarray(direction, dtype=float) / norm)
 
 
+def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """Each row's update divided by its lr x local steps: the client's mean gradient along
+    its local path (with the update's sign). Rows without a positive scale are returned
+    unchanged; without ``scale`` at all, the raw updates."""
+    updates = np.asarray(updates, dtype=float)
+    if scale is None:
+        return updates
+    scale = np.asarray(scale, dtype=float)
+    usable = np.isfinite(scale) & (scale > 0)
+    divisor = np.where(usable, scale, 1.0)
+    return updates / divisor.reshape((-1,) + (1,) * (updates.ndim - 1))
+
+
 def softmax(values: np.ndarray) -> np.ndarray:
     """exp(c_i) / sum_i' exp(c_i'), computed stably (eq. (5) of 001)."""
     shifted = np.exp(np.asarray(values, dtype=float) - np.max(values))
@@ -79,9 +92,13 @@ class GPFL(Strategy):
 
     Notes
     -----
-    - Directions are model updates (w_local - w_global, w^t - w^{t-1}), i.e. minus the
-      learning rate times the (momentum) gradients of eqs. (1)-(3); the projection's
-      sign and ranking are the same.
+    - A client's vector is its mean local gradient, -(w_local - w_global) / (lr x steps)
+      (from ``update_scale``; the raw update where the learner gives no scale), so that
+      c_i of eq. (3) has a gradient's scale: the softmax of eq. (5) is not scale-free,
+      and raw updates would sharpen or flatten it with lr x steps and favour clients
+      that take more local steps. The global direction is the momentum of the aggregated
+      updates w^t - w^{t-1} (eq. (1)); only its direction enters eq. (3), and both
+      vectors are taken with the update's sign, so c_i > 0 means agreement.
     - c_i^t projects a client's update of round t onto the global momentum direction
       known when the round started, d^{t-1}; where none is known yet (first round
       without initialisation), onto the round's own aggregated update. The
@@ -151,7 +168,9 @@ class GPFL(Strategy):
     def select(self, ctx: SelectionContext) -> Sequence[int]:
         if self._polled_round == ctx.round:
             self._polled_round = None
-            self._initialise(ctx.candidates, feature(ctx, "update_vector", "gpfl"))
+            updates = feature(ctx, "update_vector", "gpfl")
+            scale = ctx.features.get("update_scale")
+            self._initialise(ctx.candidates, mean_gradient(updates, scale))
         if len(ctx.candidates):
             self._init_pending = False
         scores = self.bounds(ctx.round + 1)[ctx.candidates]
@@ -177,7 +196,8 @@ class GPFL(Strategy):
     def observe(self, feedback: RoundFeedback) -> None:
         reported = np.asarray(feedback.completed, dtype=bool)
         if reported.any():
-            updates = signal(feedback, "update_vector", "gpfl")[reported]
+            scale = feedback.signals.get("update_scale")
+            updates = mean_gradient(signal(feedback, "update_vector", "gpfl"), scale)[reported]
             finite = np.isfinite(updates).all(axis=1)
             global_update = signal(feedback, "global_update", "gpfl")
             direction = self.direction
