@@ -20,7 +20,7 @@ import simpy
 from netfl.config.devices import DevicesConfig, GroupLink
 from netfl.errors import ScenarioError
 from netfl.fl.population import Population
-from netfl.radio.network import Network, Transfer
+from netfl.radio.network import Network, Transfer, send_at_rate
 
 
 class GroupLinkNetwork:
@@ -107,25 +107,15 @@ class GroupLinkNetwork:
             else float(self.bandwidth_hz[client] * self.efficiency[client])
         )
 
-    def _send(
-        self, env: simpy.Environment, client: int, bits: float, rate_bps: float
-    ) -> Generator[simpy.Event, Any, Transfer | None]:
-        start = env.now
-        try:
-            yield env.timeout(bits / rate_bps)
-        except simpy.Interrupt:
-            return None
-        return Transfer(client, bits, start, env.now)
-
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         if not self.linked[client]:
             return self.base.download(env, client, bits)
-        return env.process(self._send(env, client, bits, self._dl_rate(client)))
+        return env.process(send_at_rate(env, client, bits, self._dl_rate(client)))
 
     def upload(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         if not self.linked[client]:
             return self.base.upload(env, client, bits)
-        return env.process(self._send(env, client, bits, self._ul_rate(client)))
+        return env.process(send_at_rate(env, client, bits, self._ul_rate(client)))
 
     def multicast(self, env: simpy.Environment, clients: list[int], bits: float) -> simpy.Process:
         """Everyone receives at the slowest selected client's rate, finishing together."""

@@ -68,6 +68,18 @@ class Network(Protocol):
         ...
 
 
+def send_at_rate(
+    env: simpy.Environment, client: int, bits: float, rate_bps: float
+) -> Generator[simpy.Event, Any, Transfer | None]:
+    """A transfer at a constant rate: the process behind every fixed-rate link."""
+    start = env.now
+    try:
+        yield env.timeout(bits / rate_bps)
+    except simpy.Interrupt:
+        return None  # cancelled (deadline, drop): nothing to release
+    return Transfer(client, bits, start, env.now)
+
+
 class FixedRateNetwork:
     """Each device has its own constant rates; transfers do not interact."""
 
@@ -77,21 +89,11 @@ class FixedRateNetwork:
         self.rate_ul_bps = np.asarray(rate_ul_bps, dtype=float)
         self.rate_dl_bps = np.asarray(rate_dl_bps, dtype=float)
 
-    def _send(
-        self, env: simpy.Environment, client: int, bits: float, rate_bps: float
-    ) -> Generator[simpy.Event, Any, Transfer | None]:
-        start = env.now
-        try:
-            yield env.timeout(bits / rate_bps)
-        except simpy.Interrupt:
-            return None  # cancelled (deadline, drop): nothing to release
-        return Transfer(client, bits, start, env.now)
-
     def start_round(self, round: int) -> None:
         return None
 
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
-        return env.process(self._send(env, client, bits, float(self.rate_dl_bps[client])))
+        return env.process(send_at_rate(env, client, bits, float(self.rate_dl_bps[client])))
 
     def multicast(self, env: simpy.Environment, clients: list[int], bits: float) -> simpy.Process:
         def run() -> Generator[simpy.Event, Any, dict[int, Transfer] | None]:
@@ -106,4 +108,4 @@ class FixedRateNetwork:
         return env.process(run())
 
     def upload(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
-        return env.process(self._send(env, client, bits, float(self.rate_ul_bps[client])))
+        return env.process(send_at_rate(env, client, bits, float(self.rate_ul_bps[client])))
