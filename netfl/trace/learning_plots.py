@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
+from netfl.trace.metrics import step_at
 from netfl.trace.plots import RunsLike, _draw, _finish, _groups, _message
 from netfl.trace.run import Run
 
@@ -39,12 +40,10 @@ def _time_matrix(runs: list[Run], series: list[pd.Series], points: int) -> tuple
     """Values as step functions of simulated time (the latest evaluation before t)."""
     ends = [r.rounds.set_index("round")["t_end_s"] for r in runs]
     grid = np.linspace(0.0, max(float(e.max()) for e in ends), points)
-    rows = []
-    for values, end in zip(series, ends, strict=True):
-        times = end.reindex(values.index).to_numpy(float)
-        index = np.searchsorted(times, grid, side="right") - 1
-        row = np.where(index >= 0, values.to_numpy(float)[np.maximum(index, 0)], np.nan)
-        rows.append(row)
+    rows = [
+        step_at(end.reindex(values.index).to_numpy(float), values.to_numpy(float), grid)
+        for values, end in zip(series, ends, strict=True)
+    ]
     return grid, np.vstack(rows)
 
 
