@@ -165,12 +165,17 @@ class Run:
 
     # -- analyses -------------------------------------------------------------------------
 
+    @cached_property
+    def _phase_table(self) -> pd.DataFrame:
+        return phases.phase_table(self.timeline)
+
     def phases(self) -> pd.DataFrame:
         """Per (round, client) phase table (download, wait, compute, upload wait, upload).
 
-        See :func:`netfl.trace.phases.phase_table` for the columns.
+        See :func:`netfl.trace.phases.phase_table` for the columns. Built from the timeline
+        once per run (a Gantt chart and the report's phase statistics both use it).
         """
-        return phases.phase_table(self.timeline)
+        return self._phase_table
 
     def phase_intervals(self) -> pd.DataFrame:
         """One row per (round, client, phase) with start and end times (for Gantt charts)."""
