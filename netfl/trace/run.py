@@ -350,11 +350,14 @@ class Runs(Sequence[Run]):
         keys = list(dict.fromkeys(["seed", *self.varying]))
         params = self.params
         tagged = []
-        for run_id, frame in zip(self.ids, frames, strict=True):
+        for position, (run_id, frame) in enumerate(zip(self.ids, frames, strict=True)):
             frame = frame.copy()
             frame["run"] = run_id
+            # The run's value on every row, by position: a label lookup per row is slow
+            # for timelines of millions of rows.
+            rows = np.full(len(frame), position)
             for key in keys:
-                frame[key] = params[key].loc[[run_id] * len(frame)].array
+                frame[key] = params[key].iloc[rows].array
             tagged.append(frame)
         if not tagged:
             return pd.DataFrame()
