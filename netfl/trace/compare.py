@@ -95,11 +95,14 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _final_loss_jain(run: Run) -> float:
+def has_client_losses(run: Run) -> bool:
+    """Whether the run wrote its clients' losses (``learning.fairness_loss`` set)."""
     learning = run.scenario_dict.get("learning") or {}
-    if learning.get("fairness_loss", "none") == "none":
-        return math.nan
-    return float(run.loss_fairness().iloc[-1])
+    return learning.get("fairness_loss", "none") != "none"
+
+
+def _final_loss_jain(run: Run) -> float:
+    return float(run.loss_fairness().iloc[-1]) if has_client_losses(run) else math.nan
 
 
 def compared_metrics(table: pd.DataFrame) -> tuple[str, ...]:
