@@ -16,7 +16,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from netfl.trace.run import Run, Runs
+from netfl.trace.run import Run
+from netfl.trace.runs import Runs
 
 RunsLike = Run | Runs | Sequence[Run]
 

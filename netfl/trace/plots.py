@@ -1,12 +1,12 @@
 """Figures of runs, for ``netfl report``/``netfl compare`` and notebooks.
 
-Every function takes runs (a :class:`~netfl.trace.run.Run`, a :class:`~netfl.trace.run.Runs`
+Every function takes runs (a :class:`~netfl.trace.run.Run`, a :class:`~netfl.trace.runs.Runs`
 or a list of runs) or a DataFrame and returns a :class:`matplotlib.figure.Figure`. Figures
 are made without pyplot (no global state, safe with the Agg backend and in threads); in a
 notebook, ``%matplotlib inline`` displays them, and ``fig.savefig(path)`` writes them.
 
 Runs of one configuration (same parameters except the seed, see
-:meth:`Runs.configuration <netfl.trace.run.Runs.configuration>`) are drawn as their mean
+:meth:`Runs.configuration <netfl.trace.runs.Runs.configuration>`) are drawn as their mean
 with a band: the 95% Student-t confidence interval of the mean (``band="ci"``), plus or
 minus one standard deviation (``"sd"``), or none (``None``).
 

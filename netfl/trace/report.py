@@ -27,7 +27,8 @@ from netfl.errors import MissingDataError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, learning_plots, plots
 from netfl.trace.phases import PHASES
-from netfl.trace.run import STRATEGY_FILE, Run, Runs, load_runs
+from netfl.trace.run import STRATEGY_FILE, Run, load_runs
+from netfl.trace.runs import Runs
 
 REPORT_FILE = "report.html"
 MAX_SCORE_FIGURES = 6
