@@ -5,12 +5,12 @@ Run the three sweeps, then this script on their folders::
     netfl sweep examples/ucb_cs_synthetic.yaml --jobs 2 --out sweeps/ucb-cs-synthetic
     netfl sweep examples/gpfl_digits.yaml --jobs 2 --out sweeps/gpfl-digits
     netfl sweep examples/nccb_clustered.yaml --jobs 2 --out sweeps/nccb-clustered
-    python docs/figures/learning_figures.py sweeps docs/figures
+    python docs/figures/learning_figures.py sweeps docs/figures > docs/figures/learning_tables.md
 
 It writes ``ucb_cs_synthetic.png``, ``gpfl_digits.png``, ``gpfl_digits_coverage.png`` and
 ``nccb_clustered.png`` into the output folder and prints the tables (Markdown) that the
-write-up quotes. Every number is a mean over the seeds of a configuration, with the half
-width of its 95% Student-t confidence interval.
+write-up quotes (``learning_tables.md``). Every number is a mean over the seeds of a
+configuration, with the half width of its 95% Student-t confidence interval.
 """
 
 from __future__ import annotations
