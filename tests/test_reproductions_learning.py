@@ -29,6 +29,7 @@ from netfl.scenario import load_scenario
 from netfl.selection.clustering import kmeans
 from netfl.simulation import simulate
 from netfl.sweep import load_sweep
+from netfl.trace import metrics
 from netfl.world import build_world
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +141,8 @@ def test_pow_d_polls_cost_simulated_time_and_bits(ucb_runs):
     time = {
         name: np.mean([r.summary["sim_time_s"] for r in runs]) for name, runs in ucb_runs.items()
     }
+    # Over 6 seeds, pow-d / rand is 1.26-5.3 per seed and pow-d's time outside its polls
+    # 0.83-1.05 of rand's: the polls are the difference. UCB-CS / rand is 0.83-1.07.
     assert time["pow_d"] > 1.2 * time["rand"]
     assert time["ucb_cs"] < 1.2 * time["rand"]  # UCB-CS learns from the uploads alone
 
@@ -157,7 +160,9 @@ def test_gpfl_initial_projection_round_costs_simulated_time(tmp_path):
     assert sorted(answers["client"]) == list(range(20))  # every client computes its GP
     assert np.allclose(answers["bits"], run.summary["model_size_bits"])  # an update each
     # Every device runs a full local update first: the poll lasts at least the slowest
-    # device's update, and the round's training comes on top of it.
+    # device's update, and the round's training comes on top of it. An update is
+    # gpfl_digits.yaml's local_steps = 20 batches of batch_size = 10 samples (fewer when a
+    # client holds fewer), at the device's compute_sps samples/s.
     work = 20 * np.minimum(10, run.clients["n_samples"]) / run.clients["compute_sps"]
     poll_span = answers["t_s"].max() - rounds.at[0, "t_start_s"]
     assert poll_span >= work.max()
@@ -193,14 +198,14 @@ def test_nccb_explores_one_client_per_cluster_and_reaches_the_target_sooner(nccb
         cluster = run.clients.set_index("client")["data_cluster"]
         # Exploration (Algorithm 1 lines 7-12): one client from each of the 5 clusters.
         assert all(len(set(cluster[list(s)])) == 5 for s in run.rounds["selected"].iloc[:10])
-    target = 0.7
 
     def rounds_to_target(run: netfl.Run) -> float:
-        hit = run.rounds[run.rounds["accuracy"] >= target]
-        return float(hit["round"].iloc[0] + 1) if len(hit) else 13.0  # not within 12
+        rounds = metrics.rounds_to_accuracy(run.rounds, 0.7)
+        return 13.0 if np.isnan(rounds) else rounds  # not within the 12 rounds
 
     nccb = np.mean([rounds_to_target(r) for r in nccb_runs["nccb"]])
     rand = np.mean([rounds_to_target(r) for r in nccb_runs["random"]])
+    # Seeds 0-2: NCCB reaches 70% after 6, 8 and 7 rounds; random not within 12 on any.
     assert nccb < rand - 3
 
 

@@ -88,7 +88,10 @@ def test_rbcs_f_backlogs_flatten_and_larger_v_converges_slower_and_higher(rbcs_f
     slope = {v: np.polyfit(np.arange(100), z[-100:], 1)[0] for v, z in mean.items()}
     # Flat: a client left out of every round would grow by beta = 0.15 a round.
     assert abs(slope["V=1"]) < 0.02 and abs(slope["V=10"]) < 0.02
-    assert slope["V=1000"] > 0.05  # still converging after 300 rounds
+    # Not the paper's (its curves all flatten within 500 rounds): with this scenario's times,
+    # P4's V max tau_bar outweighs the backlogs only after about V / beta rounds (6,700 at
+    # V = 1000; docs/reproductions.md, "What does not"), so V = 1000 still rises here.
+    assert slope["V=1000"] > 0.05
     assert mean["V=1"][-1] < mean["V=10"][-1] < mean["V=1000"][-1]
 
     def settled(z: np.ndarray) -> int:  # first round at 90% of the final level
@@ -135,10 +138,17 @@ def mab_cs_times() -> dict[tuple[str, float | None, int], float]:
 
 @pytest.mark.parametrize("seed", MAB_CS_SEEDS)
 def test_mab_cs_without_fluctuation_is_no_faster_than_fedcs(mab_cs_times, seed):
-    """Fig. 1(a): with stable resources exploration only costs time; Naive MAB-CS most."""
+    """Fig. 1(a): with stable resources exploration only costs time; Naive MAB-CS most.
+
+    002 Sec. IV-C: "when the resources did not fluctuate, the training time was longer than
+    that of FedCS for all three algorithms. Among the three algorithms, the increase in
+    training time by Naive MAB-CS was the largest." (Seeds 0-2, 200 rounds: Element-wise
+    is 170-360 s slower than FedCS, Naive 6,000-46,000 s.)
+    """
     fedcs = mab_cs_times["fedcs", None, seed]
-    assert mab_cs_times["mab_cs_elementwise", None, seed] >= fedcs
-    assert mab_cs_times["mab_cs_naive", None, seed] > fedcs
+    elementwise = mab_cs_times["mab_cs_elementwise", None, seed]
+    assert elementwise > fedcs
+    assert mab_cs_times["mab_cs_naive", None, seed] > elementwise
 
 
 @pytest.mark.parametrize("seed", MAB_CS_SEEDS)
@@ -159,7 +169,11 @@ HEADLINE = {
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_compare_selection_system_aware_strategies_are_faster_than_random(seed):
-    """Timing only, 40 rounds: each system-aware strategy finishes before random."""
+    """Timing only, 40 rounds: each system-aware strategy finishes before random.
+
+    No paper reports this setting (docs/reproductions.md, "Headline comparison"); every
+    system-aware strategy prefers clients with short exchange times, which random does not.
+    """
     common = [
         "learning=none",
         "devices.groups.0.n_samples=36",

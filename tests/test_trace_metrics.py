@@ -77,6 +77,7 @@ def test_score_log_records_rbcs_f_backlogs_per_round():
         log.record(r, 10.0 * r, strategy.scores())
         expected.append(z.copy())  # the backlogs the selection used
         strategy.observe(feedback(chosen, round_=r, exchange=[3.0] * len(chosen)))
+        # eq. (6) of 003: Z_{t+1,n} = [Z_{t,n} + beta - x_{t,n}]^+, beta = 0.25
         z = np.maximum(z + 0.25 - np.isin(range(4), chosen), 0.0)
     table = log.to_arrow()
     assert table.schema == SCHEMA

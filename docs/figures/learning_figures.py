@@ -5,12 +5,12 @@ Run the three sweeps, then this script on their folders::
     netfl sweep examples/ucb_cs_synthetic.yaml --jobs 2 --out sweeps/ucb-cs-synthetic
     netfl sweep examples/gpfl_digits.yaml --jobs 2 --out sweeps/gpfl-digits
     netfl sweep examples/nccb_clustered.yaml --jobs 2 --out sweeps/nccb-clustered
-    python docs/figures/learning_figures.py sweeps docs/figures
+    python docs/figures/learning_figures.py sweeps docs/figures > docs/figures/learning_tables.md
 
 It writes ``ucb_cs_synthetic.png``, ``gpfl_digits.png``, ``gpfl_digits_coverage.png`` and
 ``nccb_clustered.png`` into the output folder and prints the tables (Markdown) that the
-write-up quotes. Every number is a mean over the seeds of a configuration, with the half
-width of its 95% Student-t confidence interval.
+write-up quotes (``learning_tables.md``). Every number is a mean over the seeds of a
+configuration, with the half width of its 95% Student-t confidence interval.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from netfl.sweep.index import is_sweep_directory
-from netfl.trace.metrics import mean_ci, rounds_to_accuracy, time_to_accuracy
+from netfl.trace.metrics import mean_ci, rounds_to_accuracy, step_at, time_to_accuracy
 from netfl.trace.run import Run, load_runs
 
 #: Table I of 000_dfbad22c59539edc.txt: final Jain index of the clients' losses, m = 1, 2, 3.
@@ -82,8 +82,7 @@ def on_time_grid(
     for run in runs:
         values = series(run)
         ends = run.rounds.set_index("round")["t_end_s"].reindex(values.index).to_numpy(float)
-        index = np.searchsorted(ends, grid, side="right") - 1
-        row = np.where(index >= 0, values.to_numpy(float)[np.maximum(index, 0)], np.nan)
+        row = step_at(ends, values.to_numpy(float), grid)
         rows.append(np.where(grid <= ends[-1], row, np.nan))
     return np.vstack(rows)
 

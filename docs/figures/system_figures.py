@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 
 import netfl
 from netfl.trace import compare, metrics, plots
-from netfl.trace.run import Run, Runs
+from netfl.trace.run import Run
+from netfl.trace.runs import Runs
 
 HERE = Path(__file__).resolve().parent
 NAMES = {

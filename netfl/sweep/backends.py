@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from netfl.errors import NetflError
-from netfl.rundir import prepare_run_dir
+from netfl.rundir import prepare_run_dir, write_bytes
 
 OnDone = Callable[["Outcome"], None]
 
@@ -140,25 +140,27 @@ def ray_resources(wants_gpu: str, cluster_gpus: float, gpu_fraction: float) -> d
 
 
 def execute_collect(task: Task) -> tuple[Outcome, dict[str, bytes]]:
-    """Ray task body: run into a temporary folder and return the run directory's files."""
+    """Ray task body: run into a temporary folder and return the run directory's files
+    (paths relative to it, subfolders such as ``checkpoint/`` included)."""
     folder = Path(tempfile.mkdtemp(prefix=f"netfl-{task.run_id}-"))
     try:
         outcome = execute(task, str(folder / "run"))
         run = folder / "run"
-        files = (
-            {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} if run.is_dir() else {}
-        )
+        files = {
+            p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("*") if p.is_file()
+        }
         return outcome, files
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_files(run_dir: Path, files: dict[str, bytes]) -> None:
-    from netfl.rundir import write_bytes
-
+def write_files(run_dir: Path, files: dict[str, bytes]) -> None:
+    """Write what :func:`execute_collect` returned into ``run_dir``."""
     prepare_run_dir(run_dir, force=True)
     for name, data in files.items():
-        write_bytes(run_dir / name, data)
+        path = run_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, data)
 
 
 def run_ray(
@@ -186,7 +188,7 @@ def run_ray(
                     outcome = Outcome(task.run_id, "failed", f"{type(exc).__name__}: {exc}", 0.0)
                     files = {}
                 if files:
-                    _write_files(Path(task.run_dir), files)
+                    write_files(Path(task.run_dir), files)
                 on_done(outcome)
         except KeyboardInterrupt:
             for ref in pending:

@@ -29,7 +29,6 @@ INDEX_FILE = "index.parquet"
 INDEX_CSV = "index.csv"
 SWEEP_FILE = "sweep.yaml"
 RUNS_FOLDER = "runs"
-STATUSES = ("pending", "completed", "failed", "interrupted")
 
 INDEX_SCHEMA = pa.schema(
     [

@@ -1,7 +1,7 @@
 """Comparing runs: per-run metrics, per-configuration means with 95% CIs, paired differences.
 
 Runs of one configuration differ only in their seed (see
-:meth:`Runs.configuration <netfl.trace.run.Runs.configuration>`). Means come with the
+:meth:`Runs.configuration <netfl.trace.runs.Runs.configuration>`). Means come with the
 half-width of a two-sided 95% Student-t confidence interval over the seeds
 (:func:`netfl.trace.metrics.mean_ci`).
 
@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from netfl.trace import metrics
-from netfl.trace.run import Run, Runs
+from netfl.trace.run import Run
+from netfl.trace.runs import Runs
 
 CRN_NOTE = (
     "Paired comparisons use common random numbers: every component draws from its own named"
@@ -95,11 +96,14 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _final_loss_jain(run: Run) -> float:
+def has_client_losses(run: Run) -> bool:
+    """Whether the run wrote its clients' losses (``learning.fairness_loss`` set)."""
     learning = run.scenario_dict.get("learning") or {}
-    if learning.get("fairness_loss", "none") == "none":
-        return math.nan
-    return float(run.loss_fairness().iloc[-1])
+    return learning.get("fairness_loss", "none") != "none"
+
+
+def _final_loss_jain(run: Run) -> float:
+    return float(run.loss_fairness().iloc[-1]) if has_client_losses(run) else math.nan
 
 
 def compared_metrics(table: pd.DataFrame) -> tuple[str, ...]:

@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
-from netfl.trace.plots import RunsLike, _draw, _finish, _groups, _message
+from netfl.trace.drawing import RunsLike, draw_mean, finish, groups, message
+from netfl.trace.metrics import step_at
 from netfl.trace.run import Run
 
 Axis = Literal["round", "time"]
@@ -39,12 +40,10 @@ def _time_matrix(runs: list[Run], series: list[pd.Series], points: int) -> tuple
     """Values as step functions of simulated time (the latest evaluation before t)."""
     ends = [r.rounds.set_index("round")["t_end_s"] for r in runs]
     grid = np.linspace(0.0, max(float(e.max()) for e in ends), points)
-    rows = []
-    for values, end in zip(series, ends, strict=True):
-        times = end.reindex(values.index).to_numpy(float)
-        index = np.searchsorted(times, grid, side="right") - 1
-        row = np.where(index >= 0, values.to_numpy(float)[np.maximum(index, 0)], np.nan)
-        rows.append(row)
+    rows = [
+        step_at(end.reindex(values.index).to_numpy(float), values.to_numpy(float), grid)
+        for values, end in zip(series, ends, strict=True)
+    ]
     return grid, np.vstack(rows)
 
 
@@ -54,21 +53,21 @@ def _per_run_curves(
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     try:
-        for label, group in _groups(runs):
+        for label, group in groups(runs):
             series = [getattr(r, get)() for r in group]
             if x == "time":
                 grid, matrix = _time_matrix(group, series, points)
-                _draw(ax, grid, matrix, label, band, step=True)
+                draw_mean(ax, grid, matrix, label, band, step=True)
             else:
                 grid, matrix = _round_matrix(series)
-                _draw(ax, grid, matrix, label, band, step=False)
+                draw_mean(ax, grid, matrix, label, band, step=False)
     except MissingDataError as exc:
-        return _message(title, str(exc))
+        return message(title, str(exc))
     ax.set_xlabel("simulated time (s)" if x == "time" else "round")
     ax.set_ylabel(ylabel)
     if x == "round":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    return _finish(fig, ax, title)
+    return finish(fig, ax, title)
 
 
 def global_loss(
@@ -98,12 +97,12 @@ def selection_histogram(runs: RunsLike) -> Figure:
     """Number of clients selected exactly f times, pooled over each configuration (001 Fig. 5)."""
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
-    for label, group in _groups(runs):
+    for label, group in groups(runs):
         pooled = pd.concat([r.selection_histogram() for r in group], axis=1).fillna(0)
         mean = pooled.mean(axis=1)
         ax.step(mean.index, mean.to_numpy(), where="mid", label=label)
     ax.set(xlabel="times selected", ylabel="clients (mean over seeds)")
-    return _finish(fig, ax, "Selection frequency")
+    return finish(fig, ax, "Selection frequency")
 
 
 __all__ = ["distinct_selected", "global_loss", "loss_fairness", "selection_histogram"]

@@ -108,13 +108,19 @@ def accuracy_at(rounds: pd.DataFrame, t_s: float | Sequence[float] | np.ndarray)
     that ended at or before ``t_s`` and is NaN before the first evaluation.
     """
     done = _evaluated(rounds)
-    times = done["t_end_s"].to_numpy(float)
-    accuracy = done["accuracy"].to_numpy(float)
+    return step_at(done["t_end_s"].to_numpy(float), done["accuracy"].to_numpy(float), t_s)
+
+
+def step_at(
+    times_s: np.ndarray, values: np.ndarray, t_s: float | Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """A step function of time at ``t_s``: ``values[i]`` holds from ``times_s[i]`` (sorted)
+    until the next time, and NaN before the first."""
     query = np.atleast_1d(np.asarray(t_s, dtype=float))
-    index = np.searchsorted(times, query, side="right") - 1
+    index = np.searchsorted(times_s, query, side="right") - 1
     out = np.full(query.shape, np.nan)
     seen = index >= 0
-    out[seen] = accuracy[index[seen]]
+    out[seen] = np.asarray(values, dtype=float)[index[seen]]
     return out
 
 

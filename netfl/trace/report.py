@@ -26,7 +26,9 @@ from netfl._version import __version__
 from netfl.errors import MissingDataError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, learning_plots, plots
-from netfl.trace.run import STRATEGY_FILE, Run, Runs
+from netfl.trace.phases import PHASES
+from netfl.trace.run import STRATEGY_FILE, Run, load_runs
+from netfl.trace.runs import Runs
 
 REPORT_FILE = "report.html"
 MAX_SCORE_FIGURES = 6
@@ -109,15 +111,10 @@ def run_summary(run: Run) -> pd.DataFrame:
     rows = [(k, s[k]) for k in keys if k in s.index]
     rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
     rows.append(("fairness_jain (selection counts)", run.fairness()))
-    if _has_client_losses(run):
+    if compare.has_client_losses(run):
         rows.append(("loss_jain (clients' losses, last evaluation)", run.loss_fairness().iloc[-1]))
     shown = [(k, _show(v)) for k, v in rows]
     return pd.DataFrame(shown, columns=["quantity", "value"])
-
-
-def _has_client_losses(run: Run) -> bool:
-    learning = run.scenario_dict.get("learning") or {}
-    return learning.get("fairness_loss", "none") != "none"
 
 
 def _show(value: object) -> str:
@@ -129,7 +126,7 @@ def _show(value: object) -> str:
 def phase_statistics(run: Run) -> pd.DataFrame:
     """Mean, max and count of each phase's duration over all selected clients, by outcome."""
     phases = run.phases()
-    columns = [f"{p}_s" for p in plots.PHASES]
+    columns = [f"{p}_s" for p in PHASES]
     if phases.empty:
         return pd.DataFrame()
     stats = phases.groupby("outcome", observed=True)[columns].agg(["mean", "max"])
@@ -147,7 +144,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.heading("Accuracy")
     page.figure("accuracy_vs_time", lambda: plots.accuracy_vs_time(run))
     page.figure("accuracy_vs_round", lambda: plots.accuracy_vs_round(run))
-    if _has_client_losses(run):
+    if compare.has_client_losses(run):
         page.heading("Client losses (learning.fairness_loss)")
         page.figure("global_loss", lambda: learning_plots.global_loss(run))
         page.figure("global_loss_vs_time", lambda: learning_plots.global_loss(run, x="time"))
@@ -183,7 +180,7 @@ def write_comparison(
     force: bool = False,
 ) -> tuple[Path, list[str]]:
     """Write one report comparing runs (run dirs, globs or sweep dirs); return it and warnings."""
-    all_runs = Runs([r for spec in specs for r in _load(spec)])
+    all_runs = Runs([r for spec in specs for r in load_runs(spec)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", compare.ComparisonWarning)
         runs = Runs([r for r in all_runs if r.status == "completed"])
@@ -218,16 +215,10 @@ def write_comparison(
     page.heading("Figures")
     for name in ("accuracy_vs_time", "accuracy_vs_round", "round_times", "pull_counts", "rate_cdf"):
         page.figure(name, partial(getattr(plots, name), runs))
-    if all(_has_client_losses(r) for r in runs):
+    if all(compare.has_client_losses(r) for r in runs):
         page.figure("global_loss", partial(learning_plots.global_loss, runs))
         page.figure("global_loss_vs_time", partial(learning_plots.global_loss, runs, x="time"))
         page.figure("loss_fairness", partial(learning_plots.loss_fairness, runs))
     page.heading("Runs")
     page.table(table, "runs", index=False)
     return page.write(), messages
-
-
-def _load(spec: str | Path) -> Runs:
-    from netfl.trace.run import load_runs
-
-    return load_runs(spec)

@@ -2,20 +2,18 @@
 
 A :class:`Run` gives the resolved scenario (typed and as a mapping), the run's tables as
 pandas DataFrames (read on first use) and the analyses built on them (phases, time to
-accuracy, accuracy at a time, RB usage, fairness). :class:`Runs` concatenates many runs,
-with their scenario parameters as flattened dotted columns (``fl.clients_per_round``,
-``selection.params.weighted``), which is what sweeps and comparisons group by.
+accuracy, accuracy at a time, RB usage, fairness). Several runs are a
+:class:`~netfl.trace.runs.Runs` (:mod:`netfl.trace.runs`).
 """
 
 from __future__ import annotations
 
 import glob as globlib
 import json
-import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,13 +22,12 @@ import yaml
 from netfl.errors import MissingDataError, RunReadError, ScenarioError
 from netfl.rundir import is_run_directory
 from netfl.trace import learning_metrics, metrics, phases, rb
+from netfl.trace.runs import Runs
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
 
-#: Scenario keys that do not change what a run computes (left out of configurations).
-NON_CONFIG_PREFIXES = ("name", "output.", "seed")
-#: Optional per-round strategy records (see :mod:`netfl.trace.plots` for the columns).
+#: Optional per-round strategy records (columns: :mod:`netfl.trace.strategy`).
 STRATEGY_FILE = "strategy.parquet"
 
 
@@ -165,12 +162,17 @@ class Run:
 
     # -- analyses -------------------------------------------------------------------------
 
+    @cached_property
+    def _phase_table(self) -> pd.DataFrame:
+        return phases.phase_table(self.timeline)
+
     def phases(self) -> pd.DataFrame:
         """Per (round, client) phase table (download, wait, compute, upload wait, upload).
 
-        See :func:`netfl.trace.phases.phase_table` for the columns.
+        See :func:`netfl.trace.phases.phase_table` for the columns. Built from the timeline
+        once per run (a Gantt chart and the report's phase statistics both use it).
         """
-        return phases.phase_table(self.timeline)
+        return self._phase_table
 
     def phase_intervals(self) -> pd.DataFrame:
         """One row per (round, client, phase) with start and end times (for Gantt charts)."""
@@ -271,120 +273,6 @@ def _expand(spec: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in spec:
         out += _expand(item)
     return out
-
-
-class Runs(Sequence[Run]):
-    """Several runs, with their tables concatenated and their parameters as columns.
-
-    Concatenated tables (``rounds``, ``clients``, ``timeline``) get a ``run`` column (the
-    run's id) and one column per *varying* parameter (dotted scenario keys whose value
-    differs between the runs, plus ``seed``). ``params`` has every parameter.
-    """
-
-    def __init__(self, runs: Iterable[Run]) -> None:
-        self.runs = list(runs)
-        names = [r.id for r in self.runs]
-        unique = len(set(names)) == len(names)
-        self.ids = names if unique else [str(r.path) for r in self.runs]
-
-    @overload
-    def __getitem__(self, index: int) -> Run: ...
-    @overload
-    def __getitem__(self, index: slice) -> Runs: ...
-    def __getitem__(self, index: int | slice) -> Run | Runs:
-        if isinstance(index, slice):
-            return Runs(self.runs[index])
-        return self.runs[index]
-
-    def __len__(self) -> int:
-        return len(self.runs)
-
-    def __iter__(self) -> Iterator[Run]:
-        return iter(self.runs)
-
-    def __repr__(self) -> str:
-        return f"Runs({len(self)} runs)"
-
-    @cached_property
-    def params(self) -> pd.DataFrame:
-        """One row per run (index: run id), one column per flattened scenario key."""
-        rows = [r.params for r in self.runs]
-        # convert_dtypes keeps a flag absent in some runs boolean (<NA>), not float.
-        return pd.DataFrame(rows, index=pd.Index(self.ids, name="run")).convert_dtypes()
-
-    @cached_property
-    def varying(self) -> list[str]:
-        """Scenario keys whose value differs between the runs (NaN = key absent)."""
-        params = self.params
-        keys = []
-        for key in params.columns:
-            column = params[key].map(lambda v: "<absent>" if _missing(v) else repr(v))
-            if column.nunique() > 1:
-                keys.append(key)
-        return keys
-
-    @property
-    def config_keys(self) -> list[str]:
-        """Varying keys that define a configuration (the seed, name and output left out)."""
-        return [k for k in self.varying if not k.startswith(NON_CONFIG_PREFIXES)]
-
-    def configuration(self) -> pd.Series:
-        """Per run, a label of its configuration: ``"key=value, ..."`` over :attr:`config_keys`."""
-        keys = self.config_keys
-        params = self.params
-        labels = [
-            ", ".join(
-                f"{k}={_show(params.at[i, k])}" for k in keys if not _missing(params.at[i, k])
-            )
-            or "(all runs alike)"
-            for i in params.index
-        ]
-        return pd.Series(labels, index=params.index, name="configuration")
-
-    def _tag(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
-        keys = list(dict.fromkeys(["seed", *self.varying]))
-        params = self.params
-        tagged = []
-        for run_id, frame in zip(self.ids, frames, strict=True):
-            frame = frame.copy()
-            frame["run"] = run_id
-            for key in keys:
-                frame[key] = params[key].loc[[run_id] * len(frame)].array
-            tagged.append(frame)
-        if not tagged:
-            return pd.DataFrame()
-        out = pd.concat(tagged, ignore_index=True)
-        first = ["run", *[k for k in keys if k in out.columns]]
-        return out[first + [c for c in out.columns if c not in first]]
-
-    @cached_property
-    def summary(self) -> pd.DataFrame:
-        """One row per run: ``run``, the configuration, varying parameters and ``summary.json``."""
-        frames = [r.summary.to_frame().T.reset_index(drop=True) for r in self.runs]
-        out = self._tag(frames)
-        if len(out):
-            out.insert(1, "configuration", self.configuration().to_numpy())
-        return out
-
-    @cached_property
-    def rounds(self) -> pd.DataFrame:
-        return self._tag([r.rounds for r in self.runs])
-
-    @cached_property
-    def clients(self) -> pd.DataFrame:
-        return self._tag([r.clients for r in self.runs])
-
-    @cached_property
-    def timeline(self) -> pd.DataFrame:
-        return self._tag([r.timeline for r in self.runs])
-
-
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def _show(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def load_run(path: str | Path) -> Run:

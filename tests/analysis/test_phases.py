@@ -68,6 +68,7 @@ def test_phases_of_a_run_match_the_placeholder_timing(timing_run):
     """Fixed rates: download = M / r_dl, compute = E D / sps, upload = M / r_ul (no waits)."""
     run = load_run(timing_run)
     phases = run.phases()
+    assert run.phases() is phases  # reconstructed once per run (Gantt chart, report)
     clients = run.clients.set_index("client")
     bits = json.loads((timing_run / "summary.json").read_text())["model_size_bits"]
     c = clients.loc[phases["client"]]

@@ -81,6 +81,9 @@ def test_load_runs_of_a_sweep(timing_sweep):
     assert len(rounds) == 4 * 6
     assert rounds.columns[:3].tolist() == ["run", "seed", "selection.params.weighted"]
     assert rounds.groupby("run").size().tolist() == [6] * 4
+    for run_id, part in rounds.groupby("run"):  # each row carries its own run's parameters
+        for key in ("seed", "selection.params.weighted"):
+            assert (part[key] == runs.params.at[run_id, key]).all()
     # Every flattened scenario key is a column of params.
     assert runs.params.loc[runs.ids[0], "fl.clients_per_round"] == 3
     assert "devices.groups.0.count" in runs.params.columns

@@ -10,6 +10,7 @@ import pytest
 
 from netfl.cli import main
 from netfl.errors import NetflError, RunDirectoryError
+from netfl.scenario import scenario_from_data
 from netfl.sweep import backends, load_sweep, run_sweep
 from netfl.sweep.backends import ray_resources
 from netfl.sweep.index import read_index
@@ -104,6 +105,22 @@ def test_local_processes_give_the_same_runs(timing_sweep, tmp_path):
     assert (result.index["status"] == "completed").all()
     for run_dir in result.index["run_dir"]:
         assert _files(tmp_path / "out" / run_dir) == _files(timing_sweep / run_dir)
+
+
+def test_ray_task_body_returns_the_whole_run_directory(tmp_path):
+    """execute_collect (what a Ray worker runs; called here without Ray) returns every file
+    of the run directory, the checkpoint in its subfolder too, and write_files puts them
+    back where the run would have written them."""
+    data = {**TIMING, "fl": {**TIMING["fl"], "checkpoint_every": 2}}
+    run_dir = tmp_path / "run"
+    task = backends.Task("r", scenario_from_data(data).model_dump(mode="json"), str(run_dir))
+    outcome, files = backends.execute_collect(task)
+    assert outcome.status == "completed"
+    assert {"summary.json", "timeline.parquet", "checkpoint/state.ckpt"} <= set(files)
+    backends.write_files(run_dir, files)
+    written = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
+    assert written == set(files)
+    assert (run_dir / "checkpoint" / "state.ckpt").read_bytes() == files["checkpoint/state.ckpt"]
 
 
 def test_ray_resources():
