@@ -15,8 +15,8 @@ import simpy
 
 from netfl.cli import main
 from netfl.errors import ScenarioError
-from netfl.radio.build import build_radio
-from netfl.radio.checks import RadioWarning
+from netfl.radio.build import CellRadio, build_radio
+from netfl.radio.checks import RadioWarning, offered_load
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
 from netfl.trace.timeline import Timeline
@@ -127,6 +127,24 @@ def test_background_load_at_capacity_with_deadline_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scenario_from_data(light)
+
+
+def test_offered_load_counts_only_background_users_with_coverage():
+    """Users without coverage (rate 0 under lte_cqi at the edge of a 2 km cell) are never
+    drawn (UserPool skips them): they must not make the estimate infinite."""
+    data = _base(traffic={"sources": [{**OVERLOAD["sources"][0], "arrival_rate_hz": 0.01}]})
+    data["cell"]["radius_m"] = 2000.0
+    data["radio"]["rate_mapping"] = {"kind": "lte_cqi"}
+    scenario = scenario_from_data(data)
+    radio = CellRadio(scenario)
+    rates, _ = radio.user_draw(scenario, "uplink")(np.random.default_rng(12345), 4000)
+    assert np.any(rates == 0)  # the case this test is about
+    share, _ = offered_load(scenario)["uplink"]
+    # λ E[S] E[1/r | r > 0] / n_rb, with E[S] = 4e6 bit (0.5 MB, constant) and 50 RBs
+    # (10 MHz); the estimate draws the same 4,000 users from the same fixed stream.
+    covered = rates[rates > 0]
+    assert share == pytest.approx(0.01 * 4e6 * np.mean(1 / covered) / 50, rel=1e-9)
+    assert 0 < share < 1
 
 
 # -- the MAB-CS paper's cell -----------------------------------------------------------------

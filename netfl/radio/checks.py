@@ -100,9 +100,10 @@ def _distance_problems(scenario: Scenario, name: str, channel: Any) -> list[Prob
 def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
     """Background load per direction as a fraction of its RBs, and the keys behind it.
 
-    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: a background user's
-    rate per RB, averaged over drops with a fixed stream); a constant load its fraction;
-    full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
+    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: the rate per RB of a
+    background user with coverage, averaged over drops with a fixed stream; users without
+    coverage are never drawn, see :class:`~netfl.radio.traffic.UserPool`); a constant load
+    its fraction; full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
     """
     from netfl.radio.build import CellRadio
 
@@ -120,9 +121,9 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
         elif isinstance(source, FtpSource):
             radio = radio or CellRadio(scenario)
             rates, _ = radio.user_draw(scenario, source.direction)(rng, 4000)
+            covered = rates[rates > 0]
             size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
-            with np.errstate(divide="ignore"):
-                inverse = float(np.mean(1.0 / rates))
+            inverse = float(np.mean(1.0 / covered)) if covered.size else math.inf
             share = source.arrival_rate_hz * size * inverse / link.rb_count
             key = f"{key}.arrival_rate_hz"
         elif isinstance(source, FullBufferSource):
