@@ -4,6 +4,8 @@ through the CLI fills the radio columns and summary figures."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import pandas as pd
 import pytest
 import simpy
 
+from channel_models.itu_m2135 import UMI_NLOS
 from netfl.cli import main
 from netfl.errors import ScenarioError
 from netfl.radio.build import CellRadio, build_radio
@@ -64,6 +67,18 @@ def _key_of(overrides: list[str], data: dict[str, Any] | None = None) -> str | N
 )
 def test_bad_radio_input_names_the_key(override, key):
     assert _key_of([override]) == key
+
+
+def test_a_plugin_path_loss_model_needs_every_method_of_the_protocol(monkeypatch):
+    """``radio.channel_model: package.module:attribute`` loads a user's model; one that
+    lacks a ChannelModel method is refused naming the key (not an AttributeError)."""
+    full = UMI_NLOS
+    partial = types.SimpleNamespace(pathloss_db=full.pathloss_db, problems=full.problems)
+    module = types.ModuleType("user_pathloss")
+    module.FULL, module.PARTIAL = full, partial  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "user_pathloss", module)
+    scenario_from_data(_base(), overrides=["radio.channel_model=user_pathloss:FULL"])
+    assert _key_of(["radio.channel_model=user_pathloss:PARTIAL"]) == "radio.channel_model"
 
 
 def test_rb_per_flow_is_checked_against_n_rb():
