@@ -27,7 +27,8 @@ from netfl.radio.scheduler import Flow, FluidScheduler
 
 
 def _leg(scheduler: FluidScheduler, flow: Flow) -> Generator[simpy.Event, Any, Flow]:
-    """Carry ``flow`` on ``scheduler``; an interrupt cancels it and propagates."""
+    """Carry ``flow`` on ``scheduler`` (the radio or a backhaul link); an interrupt
+    cancels it, releasing its share at once, and propagates."""
     done = scheduler.open(flow)
     try:
         yield done
@@ -180,15 +181,11 @@ class LteNetwork:
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         flow = self._flow("ul", client, bits)
         try:
-            yield self.uplink.open(flow)
-        except simpy.Interrupt:
-            self.uplink.close(flow)
-            return None
-        try:
+            yield from _leg(self.uplink, flow)
             for link in self.backhaul:
                 yield from link.carry(bits)
         except simpy.Interrupt:
-            return None  # the link in progress released its share
+            return None  # the leg in progress released its share
         return Transfer(client, bits, flow.start_s, self.env.now)
 
     def _download(
@@ -201,17 +198,13 @@ class LteNetwork:
             for link in reversed(self.backhaul):
                 first = yield from link.carry(bits)
                 start = first if math.isnan(start) else start
+            flows = [self._flow("dl", c, bits) for c in clients]
+            # Multicast: one transmission at the worst client's rate reaches everyone.
+            flow = min(flows, key=lambda f: f.rate_per_rb_bps)
+            flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
+            yield from _leg(self.downlink, flow)
         except simpy.Interrupt:
-            return None  # the link in progress released its share
-        flows = [self._flow("dl", c, bits) for c in clients]
-        # Multicast: one transmission at the worst client's rate reaches everyone.
-        flow = min(flows, key=lambda f: f.rate_per_rb_bps)
-        flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
-        try:
-            yield self.downlink.open(flow)
-        except simpy.Interrupt:
-            self.downlink.close(flow)
-            return None
+            return None  # the leg in progress released its share
         start = flow.start_s if math.isnan(start) else start
         transfers = {c: Transfer(c, bits, start, self.env.now) for c in clients}
         return transfers if multicast else transfers[clients[0]]
