@@ -196,8 +196,10 @@ def diversity_gain(mapping: RateMapping, sinr: float) -> Callable[[int], float]:
 
     @functools.lru_cache(maxsize=64)
     def gain(competing: int) -> float:
+        if competing <= 1:
+            return 1.0
         base = float(fading_average(mapping, np.array(sinr)))
-        if competing <= 1 or base <= 0:
+        if base <= 0:
             return 1.0
         return float(fading_average(mapping, np.array(sinr), competing)) / base
 

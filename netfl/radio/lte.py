@@ -150,16 +150,18 @@ class LteNetwork:
 
     def _flow(self, direction: str, client: int, bits: float) -> Flow:
         if direction == "ul":
-            sinr_db, base, cap = (
+            sinr_db, base, cap, scheduler = (
                 self.channels.sinr_ul_db,
                 self.channels.rate_per_rb_ul_bps,
                 self.rb_cap_ul,
+                self.uplink,
             )
         else:
-            sinr_db, base, cap = (
+            sinr_db, base, cap, scheduler = (
                 self.channels.sinr_dl_db,
                 self.channels.rate_per_rb_dl_bps,
                 self.rb_cap_dl,
+                self.downlink,
             )
         rate = float(base[client])
         diversity = None
@@ -168,7 +170,9 @@ class LteNetwork:
             fade = self.fading_rng.exponential()
             sinr = db_to_linear(sinr_db[client]) * fade
             rate = float(self.mapping.rate_bps(sinr, RB_BANDWIDTH_HZ))
-        elif self.fast_fading == "rayleigh":
+        elif self.fast_fading == "rayleigh" and scheduler.policy == "proportional_fair":
+            # Multi-user diversity exists only under proportional fair (as for background
+            # users, build.CellRadio.user_draw); other policies would multiply by 1.
             key = (direction, client)
             if key not in self._diversity:
                 self._diversity[key] = diversity_gain(
