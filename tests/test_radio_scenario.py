@@ -177,6 +177,8 @@ def test_mab_cs_paper_client_rates_mean_and_max():
     rates = _paper_rates(100)
     assert rates.size == 100
     assert rates.mean() == pytest.approx(1.4e6, rel=0.10)
+    # docs/radio.md: the scenario's own drop (seed 1) has a mean of 1.50 Mbit/s.
+    assert rates.mean() == pytest.approx(1.50e6, rel=0.005)
     assert rates.max() == pytest.approx(8.64e6)
 
 
@@ -185,8 +187,9 @@ def test_mab_cs_paper_calibration_holds_in_expectation():
     large drop (not the scenario's 100) gives it within 2%."""
     rates = _paper_rates(40_000, seed=11)
     assert rates.mean() == pytest.approx(1.4e6, rel=0.02)
-    # About 8% of clients sit close enough to the BS to hit the ρ_max cap.
-    assert np.mean(rates >= 8.64e6 - 1) == pytest.approx(0.078, abs=0.01)
+    # About 8% of clients sit close enough to the BS to hit the ρ_max cap: 8.1% over
+    # 200,000 drops at a 2.7 dB noise figure (docs/radio.md, calibration table).
+    assert np.mean(rates >= 8.64e6 - 1) == pytest.approx(0.081, abs=0.01)
 
 
 def test_mab_cs_paper_runs_timing_only_through_the_cli(tmp_path: Path):
