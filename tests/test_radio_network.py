@@ -173,6 +173,9 @@ def test_proportional_fair_with_rayleigh_beats_round_robin_for_concurrent_flows(
         procs = [build.network.upload(env, c, BITS) for c in range(4)]
         env.run()
         ends[policy] = max(p.value.end_s for p in procs)
+    # 4 uncapped flows compete for every RB, so each gets E[f(SINR M_4)] / E[f(SINR X)];
+    # in the linear (low-SNR) regime that is H_4 = 1 + 1/2 + 1/3 + 1/4 = 2.08, smaller at
+    # higher SNR where log2 flattens: 0.9 is a loose bound that round robin (gain 1) misses.
     assert ends["proportional_fair"] < 0.9 * ends["equal"]
 
 

@@ -229,6 +229,7 @@ def test_mab_cs_paper_runs_timing_only_through_the_cli(tmp_path: Path):
     uploads = timeline[timeline.kind == "upload_end"]
     rate = clients.set_index("client").rate_ul_bps
     # An upload alone in the cell lasts M / θ_k (eq. (11)); shared ones last longer.
+    # M = model_size_bits = 18.3 MB = 18.3e6 * 8 = 146.4e6 bit.
     assert (uploads.duration_s >= 146.4e6 / rate[uploads.client].to_numpy() - 1e-6).all()
 
 
