@@ -36,9 +36,10 @@ class Transfer:
 class Network(Protocol):
     """Transfers between the server and the devices.
 
-    ``rate_ul_bps``/``rate_dl_bps`` are each device's nominal (mean) link rates, reported
-    in ``clients.parquet``. ``start_round`` is called by the server at the start of every
-    round so that a model can redraw per-round quantities (fluctuation) from its own stream.
+    ``rate_ul_bps``/``rate_dl_bps`` are each device's nominal link rates (alone on the
+    link, unfaded), reported in ``clients.parquet``. ``start_round`` is called by the server
+    at the start of every round so that a model can redraw per-round quantities
+    (fluctuation) from its own stream.
     """
 
     rate_ul_bps: np.ndarray
