@@ -1,14 +1,18 @@
 """Radio benchmark: how fast the fluid RB scheduler simulates transfers (not a timed test).
 
-Two measurements, printed as the markdown of ``docs/benchmarks.md`` (section "Radio"):
+Three measurements, printed as the markdown of ``docs/benchmarks.md`` (section "Radio"):
 
 1. **Uploads per wall second**: 1,000 clients in an LTE cell (M.2135 UMi NLOS, 10 MHz each
-   way, equal sharing) with FTP Model 1 background traffic in both directions; an FL-like
-   load offers uploads of 8 Mbit in waves of ``--wave`` concurrent clients. Counts completed
-   uploads and scheduler events per wall-clock second of ``env.run``.
+   way, equal sharing) with FTP Model 1 background traffic in both directions (logged in
+   the timeline); an FL-like load offers uploads of 8 Mbit in waves of ``--wave``
+   concurrent clients. Counts completed uploads, and flows (uploads plus background
+   files), per wall-clock second of ``env.run``.
 2. **Overhead of the radio layer**: the same 100-client, 100-round timing-only scenario run
-   through ``netfl.simulate`` with ``radio.model: fixed`` and ``radio.model: lte``; the
-   median wall time of the whole call (build + run + write) over ``--repeat`` runs.
+   through ``netfl.simulate`` with ``radio.model: fixed``, ``radio.model: lte`` and lte with
+   the RB log; the median wall time of the whole call (build + run + write) over
+   ``--repeat`` interleaved runs.
+3. **The network alone**: 4,000 transfers (bursts of 10 downloads, then 10 uploads) straight
+   on each network, without the FL server; the fastest of ``--repeat`` runs.
 
 Run: ``python -m benchmarks.radio_bench [--repeat 5] [--uploads 20000]``.
 """

@@ -2,9 +2,9 @@
 
 ``CHANNEL_MODELS`` maps a name to ``("module:attribute", "one-line summary")``; netfl's
 registry imports the target only when used. Path-loss models (``radio.channel_model``) are
-:class:`channel_models.itu_m2135.M2135Model` instances (or any object with the same
-methods, named ``package.module:attribute``); rate mappings (``radio.rate_mapping.kind``)
-are :class:`channel_models.rate.RateMapping` instances.
+:class:`channel_models.itu_m2135.M2135Model` instances (or any object with the methods
+of ``netfl.radio.link.ChannelModel``, named ``package.module:attribute``); rate mappings
+(``radio.rate_mapping.kind``) are :class:`channel_models.rate.RateMapping` instances.
 """
 
 CHANNEL_MODELS: dict[str, tuple[str, str]] = {

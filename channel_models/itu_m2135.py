@@ -154,9 +154,6 @@ class M2135Model:
             return np.zeros_like(d)
         return los_probability(d, self.los_decay_m)
 
-    def uses_heights(self) -> bool:
-        return self.condition != "nlos" or self.environment == "uma"
-
     def problems(
         self, frequency_hz: float, bs_height_m: float, ue_height_m: float
     ) -> dict[str, str]:

@@ -58,10 +58,6 @@ class RateMapping:
     def spectral_efficiency(self, sinr: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
-    @property
-    def max_spectral_efficiency_bps_hz(self) -> float:  # pragma: no cover
-        raise NotImplementedError
-
     def rate_bps(self, sinr: np.ndarray, bandwidth_hz: float | np.ndarray) -> np.ndarray:
         return np.asarray(bandwidth_hz, dtype=float) * self.spectral_efficiency(sinr)
 
@@ -72,10 +68,6 @@ class Shannon(RateMapping):
 
     def spectral_efficiency(self, sinr: np.ndarray) -> np.ndarray:
         return np.log2(1.0 + np.asarray(sinr, dtype=float))
-
-    @property
-    def max_spectral_efficiency_bps_hz(self) -> float:
-        return float("inf")
 
 
 @dataclass(frozen=True)
@@ -98,10 +90,6 @@ class ShannonWithLoss(RateMapping):
         return np.minimum(
             np.log2(1.0 + gain * np.asarray(sinr, dtype=float)), self.max_efficiency_bps_hz
         )
-
-    @property
-    def max_spectral_efficiency_bps_hz(self) -> float:
-        return self.max_efficiency_bps_hz
 
 
 @dataclass(frozen=True)
@@ -127,10 +115,6 @@ class LteCqi(RateMapping):
 
     def spectral_efficiency(self, sinr: np.ndarray) -> np.ndarray:
         return CQI_EFFICIENCY_BPS_HZ[self.cqi(sinr)]
-
-    @property
-    def max_spectral_efficiency_bps_hz(self) -> float:
-        return float(CQI_EFFICIENCY_BPS_HZ[-1])
 
 
 SHANNON = Shannon()

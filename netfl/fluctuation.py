@@ -3,8 +3,9 @@
 Each round a client's throughput and compute capability are drawn around their means
 theta_k from a normal truncated to one standard deviation: mu = theta_k,
 sigma^2 = theta_k^eta, a = mu - sigma, b = mu + sigma (eq. (8) with the CDF of eq. (9)).
-Larger eta means larger fluctuation; eta < 2 keeps the lower bound positive, which needs
-throughput in bit/s and capability in samples/s (theta >= 1).
+Larger eta means larger fluctuation; eta < 2 keeps the lower bound positive when
+theta > 1 (theta - theta^(eta/2) > 0), which is why throughput is in bit/s and
+capability in samples/s.
 
 Both the radio model (throughput) and the device model (compute) use this sampler, each
 with its own random stream.

@@ -72,10 +72,6 @@ class Linear(RateMapping):
     def spectral_efficiency(self, sinr: np.ndarray) -> np.ndarray:
         return np.asarray(sinr, dtype=float)
 
-    @property
-    def max_spectral_efficiency_bps_hz(self) -> float:
-        return math.inf
-
 
 @pytest.mark.parametrize("m", [1, 2, 5, 10])
 def test_max_of_m_rayleigh_fades_has_the_harmonic_mean(m):

@@ -216,11 +216,12 @@ def test_bits_delivered_equal_capacity_times_busy_time(pattern, policy):
     checks: list[tuple[float, float]] = []
     original = sched._reallocate
 
-    def checked() -> None:
-        original()
+    def checked() -> float:
+        next_completion_s = original()
         used = sum(f.rbs for f in sched.active)
         demand = sum(f.rb_cap for f in sched.active)
         checks.append((used, min(10.0, demand)))
+        return next_completion_s
 
     sched._reallocate = checked  # type: ignore[method-assign]
     for t, bits, cap in pattern:

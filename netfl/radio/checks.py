@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from netfl.config import Scenario
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem
+from netfl.radio.link import ChannelModel
 
 _KEYS = {
     "frequency": "radio.carrier_frequency_hz",
@@ -47,16 +47,19 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
         channel = registry.load(config.channel_model)
     except (ValueError, KeyError) as exc:
         return [Problem("radio.channel_model", str(exc))]
-    if not hasattr(channel, "pathloss_db") or not hasattr(channel, "problems"):
+    if not isinstance(channel, ChannelModel):
         return [
             Problem(
                 "radio.channel_model",
-                f"'{config.channel_model}' is not a path-loss model (a rate mapping?)",
+                f"'{config.channel_model}' is not a path-loss model (a rate mapping?): it"
+                " lacks one of the methods of netfl.radio.link.ChannelModel",
             )
         ]
     c = scenario.cell
     found = channel.problems(config.carrier_frequency_hz, c.bs_height_m, c.ue_height_m)
-    problems = [Problem(_KEYS[what], message) for what, message in found.items()]
+    problems = [
+        Problem(_KEYS.get(what, "radio.channel_model"), message) for what, message in found.items()
+    ]
     if config.out_of_range == "refuse":
         problems += _distance_problems(scenario, config.channel_model, channel)
     if not problems:
@@ -64,7 +67,7 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
     return problems
 
 
-def _distance_problems(scenario: Scenario, name: str, channel: Any) -> list[Problem]:
+def _distance_problems(scenario: Scenario, name: str, channel: ChannelModel) -> list[Problem]:
     low, high = channel.distance_range_m()
     c = scenario.cell
     hint = "; or set radio.out_of_range: clip to clip distances to the valid range"
@@ -100,9 +103,10 @@ def _distance_problems(scenario: Scenario, name: str, channel: Any) -> list[Prob
 def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
     """Background load per direction as a fraction of its RBs, and the keys behind it.
 
-    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: a background user's
-    rate per RB, averaged over drops with a fixed stream); a constant load its fraction;
-    full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
+    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: the rate per RB of a
+    background user with coverage, averaged over drops with a fixed stream; users without
+    coverage are never drawn, see :class:`~netfl.radio.traffic.UserPool`); a constant load
+    its fraction; full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
     """
     from netfl.radio.build import CellRadio
 
@@ -120,9 +124,9 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
         elif isinstance(source, FtpSource):
             radio = radio or CellRadio(scenario)
             rates, _ = radio.user_draw(scenario, source.direction)(rng, 4000)
+            covered = rates[rates > 0]
             size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
-            with np.errstate(divide="ignore"):
-                inverse = float(np.mean(1.0 / rates))
+            inverse = float(np.mean(1.0 / covered)) if covered.size else math.inf
             share = source.arrival_rate_hz * size * inverse / link.rb_count
             key = f"{key}.arrival_rate_hz"
         elif isinstance(source, FullBufferSource):

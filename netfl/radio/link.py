@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -96,9 +96,18 @@ class Geometry:
     shadowing_db: np.ndarray
 
 
+@runtime_checkable
 class ChannelModel(Protocol):
-    """What a path-loss model offers (see :class:`channel_models.itu_m2135.M2135Model`)."""
+    """What a path-loss model offers (see :class:`channel_models.itu_m2135.M2135Model`).
 
+    A ``radio.channel_model`` named ``package.module:attribute`` must provide all of it
+    (checked at validation by :func:`netfl.radio.checks.radio_problems`).
+    """
+
+    def problems(
+        self, frequency_hz: float, bs_height_m: float, ue_height_m: float
+    ) -> dict[str, str]: ...
+    def distance_range_m(self) -> tuple[float, float]: ...
     def los_probability(self, distance_m: np.ndarray) -> np.ndarray: ...
     def shadowing_sigma_db(self, los: np.ndarray) -> np.ndarray: ...
     def check_distance(self, distance_m: np.ndarray, out_of_range: OutOfRange) -> np.ndarray: ...
@@ -187,8 +196,10 @@ def diversity_gain(mapping: RateMapping, sinr: float) -> Callable[[int], float]:
 
     @functools.lru_cache(maxsize=64)
     def gain(competing: int) -> float:
+        if competing <= 1:
+            return 1.0
         base = float(fading_average(mapping, np.array(sinr)))
-        if competing <= 1 or base <= 0:
+        if base <= 0:
             return 1.0
         return float(fading_average(mapping, np.array(sinr), competing)) / base
 

@@ -27,7 +27,8 @@ from netfl.radio.scheduler import Flow, FluidScheduler
 
 
 def _leg(scheduler: FluidScheduler, flow: Flow) -> Generator[simpy.Event, Any, Flow]:
-    """Carry ``flow`` on ``scheduler``; an interrupt cancels it and propagates."""
+    """Carry ``flow`` on ``scheduler`` (the radio or a backhaul link); an interrupt
+    cancels it, releasing its share at once, and propagates."""
     done = scheduler.open(flow)
     try:
         yield done
@@ -149,16 +150,18 @@ class LteNetwork:
 
     def _flow(self, direction: str, client: int, bits: float) -> Flow:
         if direction == "ul":
-            sinr_db, base, cap = (
+            sinr_db, base, cap, scheduler = (
                 self.channels.sinr_ul_db,
                 self.channels.rate_per_rb_ul_bps,
                 self.rb_cap_ul,
+                self.uplink,
             )
         else:
-            sinr_db, base, cap = (
+            sinr_db, base, cap, scheduler = (
                 self.channels.sinr_dl_db,
                 self.channels.rate_per_rb_dl_bps,
                 self.rb_cap_dl,
+                self.downlink,
             )
         rate = float(base[client])
         diversity = None
@@ -167,7 +170,9 @@ class LteNetwork:
             fade = self.fading_rng.exponential()
             sinr = db_to_linear(sinr_db[client]) * fade
             rate = float(self.mapping.rate_bps(sinr, RB_BANDWIDTH_HZ))
-        elif self.fast_fading == "rayleigh":
+        elif self.fast_fading == "rayleigh" and scheduler.policy == "proportional_fair":
+            # Multi-user diversity exists only under proportional fair (as for background
+            # users, build.CellRadio.user_draw); other policies would multiply by 1.
             key = (direction, client)
             if key not in self._diversity:
                 self._diversity[key] = diversity_gain(
@@ -180,15 +185,11 @@ class LteNetwork:
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         flow = self._flow("ul", client, bits)
         try:
-            yield self.uplink.open(flow)
-        except simpy.Interrupt:
-            self.uplink.close(flow)
-            return None
-        try:
+            yield from _leg(self.uplink, flow)
             for link in self.backhaul:
                 yield from link.carry(bits)
         except simpy.Interrupt:
-            return None  # the link in progress released its share
+            return None  # the leg in progress released its share
         return Transfer(client, bits, flow.start_s, self.env.now)
 
     def _download(
@@ -201,17 +202,13 @@ class LteNetwork:
             for link in reversed(self.backhaul):
                 first = yield from link.carry(bits)
                 start = first if math.isnan(start) else start
+            flows = [self._flow("dl", c, bits) for c in clients]
+            # Multicast: one transmission at the worst client's rate reaches everyone.
+            flow = min(flows, key=lambda f: f.rate_per_rb_bps)
+            flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
+            yield from _leg(self.downlink, flow)
         except simpy.Interrupt:
-            return None  # the link in progress released its share
-        flows = [self._flow("dl", c, bits) for c in clients]
-        # Multicast: one transmission at the worst client's rate reaches everyone.
-        flow = min(flows, key=lambda f: f.rate_per_rb_bps)
-        flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
-        try:
-            yield self.downlink.open(flow)
-        except simpy.Interrupt:
-            self.downlink.close(flow)
-            return None
+            return None  # the leg in progress released its share
         start = flow.start_s if math.isnan(start) else start
         transfers = {c: Transfer(c, bits, start, self.env.now) for c in clients}
         return transfers if multicast else transfers[clients[0]]

@@ -36,9 +36,10 @@ class Transfer:
 class Network(Protocol):
     """Transfers between the server and the devices.
 
-    ``rate_ul_bps``/``rate_dl_bps`` are each device's nominal (mean) link rates, reported
-    in ``clients.parquet``. ``start_round`` is called by the server at the start of every
-    round so that a model can redraw per-round quantities (fluctuation) from its own stream.
+    ``rate_ul_bps``/``rate_dl_bps`` are each device's nominal link rates (alone on the
+    link, unfaded), reported in ``clients.parquet``. ``start_round`` is called by the server
+    at the start of every round so that a model can redraw per-round quantities
+    (fluctuation) from its own stream.
     """
 
     rate_ul_bps: np.ndarray
@@ -97,13 +98,13 @@ class FixedRateNetwork:
 
     def multicast(self, env: simpy.Environment, clients: list[int], bits: float) -> simpy.Process:
         def run() -> Generator[simpy.Event, Any, dict[int, Transfer] | None]:
-            start = env.now
+            if not clients:
+                return {}  # as LteNetwork.multicast
             worst = float(np.min(self.rate_dl_bps[clients]))
-            try:
-                yield env.timeout(bits / worst)
-            except simpy.Interrupt:
-                return None
-            return {c: Transfer(c, bits, start, env.now) for c in clients}
+            sent = yield from send_at_rate(env, -1, bits, worst)
+            if sent is None:
+                return None  # cancelled
+            return {c: Transfer(c, bits, sent.start_s, sent.end_s) for c in clients}
 
         return env.process(run())
 

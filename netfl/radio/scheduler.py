@@ -141,14 +141,12 @@ class FluidScheduler:
         self._timer_token = 0
         self._timer_at = math.inf
         # Totals over the active flows, kept by _reallocate for _advance.
-        self._used_rb = self._used_rb_fl = self._rate_bps = self._rate_fl_bps = 0.0
-        #: Integrals over time since creation: RB-seconds used (all flows, FL flows,
-        #: reserved) and bits delivered.
+        self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
+        #: Integrals over time since creation: RB-seconds used (all flows and the reserved
+        #: load, FL flows alone) and bits delivered.
         self.rb_seconds = 0.0
         self.rb_seconds_fl = 0.0
-        self.rb_seconds_reserved = 0.0
         self.bits_delivered = 0.0
-        self.bits_delivered_fl = 0.0
 
     # -- public -------------------------------------------------------------------------
 
@@ -184,10 +182,6 @@ class FluidScheduler:
         self._release(flow)
         self._update()
 
-    @property
-    def used_rb(self) -> float:
-        return self.reserved_rb + sum(f.rbs for f in self.active)
-
     def utilisation(self, fl_only: bool = False) -> float:
         """Time-average fraction of the RBs in use since time 0: by every flow and the
         reserved load, or (``fl_only``) by FL flows alone."""
@@ -205,25 +199,24 @@ class FluidScheduler:
         if dt <= 0:
             return
         self._last_s = now
-        self.rb_seconds_reserved += self.reserved_rb * dt
         self.rb_seconds += (self.reserved_rb + self._used_rb) * dt
         self.rb_seconds_fl += self._used_rb_fl * dt
         self.bits_delivered += self._rate_bps * dt
-        self.bits_delivered_fl += self._rate_fl_bps * dt
         # The timer never lets a flow overshoot by more than rounding; completion settles
         # the remainder exactly (see _on_timer).
         for flow in self.active:
             flow.remaining_bits -= flow.rate_bps * dt
 
     def _update(self) -> None:
-        self._reallocate()
-        self._schedule_next()
+        self._schedule_next(self._reallocate())
 
-    def _reallocate(self) -> None:
+    def _reallocate(self) -> float:
+        """Share the RBs among the active flows and set their rates; returns the time to
+        the next completion at these rates (inf: none), found in the same pass."""
         flows = self.active
-        self._used_rb = self._used_rb_fl = self._rate_bps = self._rate_fl_bps = 0.0
+        self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
         if not flows:
-            return
+            return math.inf
         available = self.n_rb - self.reserved_rb
         if len(flows) == 1:
             rbs = [min(flows[0].rb_cap, available)]
@@ -236,6 +229,8 @@ class FluidScheduler:
             competing = max(1, min(len(flows), round(demand / max(available, 1e-12))))
         now = self.env.now
         on_change = self.on_change
+        used = used_fl = total_rate = 0.0
+        best_dt = math.inf
         for flow, n in zip(flows, rbs, strict=True):
             if on_change is not None and n != flow.rbs:
                 on_change(flow, n)
@@ -244,13 +239,18 @@ class FluidScheduler:
                 rate *= flow.diversity(competing)
             flow.rbs = n
             flow.rate_bps = rate
-            self._used_rb += n
-            self._rate_bps += rate
+            used += n
+            total_rate += rate
             if flow.fl:
-                self._used_rb_fl += n
-                self._rate_fl_bps += rate
-            if rate > 0 and flow.start_s != flow.start_s:  # NaN: first bits flow now
-                flow.start_s = now
+                used_fl += n
+            if rate > 0:
+                if flow.start_s != flow.start_s:  # NaN: first bits flow now
+                    flow.start_s = now
+                dt = flow.remaining_bits / rate
+                if dt < best_dt:
+                    best_dt = dt
+        self._used_rb, self._used_rb_fl, self._rate_bps = used, used_fl, total_rate
+        return best_dt
 
     def _release(self, flow: Flow) -> None:
         if self.on_change is not None and flow.rbs > 0:
@@ -261,19 +261,13 @@ class FluidScheduler:
         """Flows due within this time of now finish now (far above float rounding)."""
         return 1e-9 + 1e-12 * abs(self.env.now)
 
-    def _schedule_next(self) -> None:
-        """Make sure a timer fires at the next completion.
+    def _schedule_next(self, best_dt: float) -> None:
+        """Make sure a timer fires at the next completion, ``best_dt`` from now.
 
         A pending timer that fires no later than that is kept (it wakes, finds nothing due
         and sets the next one), so a burst of arrivals, which only delays completions,
         costs one timer instead of one each.
         """
-        best_dt = math.inf
-        for flow in self.active:
-            if flow.rate_bps > 0:
-                dt = flow.remaining_bits / flow.rate_bps
-                if dt < best_dt:
-                    best_dt = dt
         if not math.isfinite(best_dt):
             self._timer_token += 1  # nothing to finish: forget any pending timer
             self._timer_at = math.inf
@@ -294,14 +288,21 @@ class FluidScheduler:
         self._timer_at = math.inf
         self._advance()
         now, tolerance = self.env.now, self._tolerance_s()
-        finished = [f for f in self.active if f.remaining_bits <= f.rate_bps * tolerance]
+        finished = []
+        best_dt = math.inf
+        for flow in self.active:
+            rate = flow.rate_bps
+            if flow.remaining_bits <= rate * tolerance:
+                finished.append(flow)
+            elif rate > 0:
+                dt = flow.remaining_bits / rate
+                if dt < best_dt:
+                    best_dt = dt
         if not finished:
-            self._schedule_next()  # woke early: arrivals pushed the completion back
+            self._schedule_next(best_dt)  # woke early: arrivals pushed the completion back
             return
         for flow in finished:
             self.bits_delivered += flow.remaining_bits
-            if flow.fl:
-                self.bits_delivered_fl += flow.remaining_bits
             flow.remaining_bits = 0.0
             flow.end_s = now
             self.active.remove(flow)
