@@ -143,13 +143,11 @@ class Exchange:
 
     # -- the exchange ---------------------------------------------------------------------
 
-    def run(
-        self, limit_s: float | None, on_limit: str = "limit"
-    ) -> Generator[simpy.Event, Any, list[Outcome]]:
+    def run(self, limit_s: float | None) -> Generator[simpy.Event, Any, list[Outcome]]:
         """Run until every client is done, ``target`` completed, or ``limit_s`` is reached.
 
-        Clients still working at ``limit_s`` leave with ``on_limit`` as the cause: "limit"
-        (a deadline: ``deadline_miss``) or "enough" (the server stops waiting: ``cancel``).
+        Clients still working then leave: ``cancel`` once ``target`` updates arrived, else
+        ``deadline_miss``.
         """
         env = self.parts.env
         self.start_s = env.now
@@ -164,7 +162,7 @@ class Exchange:
         if limit_s is not None:
             waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
         yield env.any_of(waits)
-        cause = "enough" if self.done.triggered else on_limit
+        cause = "enough" if self.done.triggered else "limit"
         for proc in procs:
             if proc.is_alive:
                 proc.interrupt(cause)
