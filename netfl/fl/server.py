@@ -29,6 +29,7 @@ from netfl.fl.energy import EnergyMeter
 from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.signals import LearningSignals
+from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
 from netfl.selection.base import SelectionContext, Strategy
@@ -48,7 +49,11 @@ class StrategyContractError(RuntimeError):
 
 
 class Server:
-    """Runs rounds until the round count or the simulated-time budget is reached."""
+    """Runs rounds until the round count or the simulated-time budget is reached.
+
+    ``eval_schedule`` says after which rounds the global model is evaluated (default:
+    every round).
+    """
 
     def __init__(
         self,
@@ -63,8 +68,7 @@ class Server:
         timeline: Timeline,
         request_rng: np.random.Generator,
         energy: EnergyMeter | None = None,
-        eval_every_rounds: int = 1,
-        eval_schedule: Any = None,
+        eval_schedule: EvalSchedule | None = None,
         on_round: Callable[[RoundRecord], None] | None = None,
         contexts: np.ndarray | None = None,
     ) -> None:
@@ -77,8 +81,7 @@ class Server:
         self.strategy = strategy
         self.timeline = timeline
         self.request_rng = request_rng
-        self.eval_every_rounds = eval_every_rounds
-        self.eval_schedule = eval_schedule  # an object with due(round, now_s), or None
+        self.eval_schedule = eval_schedule or EvalSchedule(rounds=config.rounds)
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
         self.energy = energy or EnergyMeter.off(self.n_clients)
@@ -372,7 +375,7 @@ class Server:
             bits=len(clients) * self.model_size_bits,
             duration_s=aggregation_s,
         )
-        if self._evaluation_due(r):
+        if self.eval_schedule.due(r, env.now):
             self._evaluate(record)
         record.t_end_s = env.now
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
@@ -394,12 +397,6 @@ class Server:
                 self.counts[name][out.client] += out.status == name
         record.n_dropped = sum(o.status == "dropped" for o in outcomes)
         record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
-
-    def _evaluation_due(self, r: int) -> bool:
-        if self.eval_schedule is not None:
-            return bool(self.eval_schedule.due(r, self.env.now))
-        last = self.config.rounds is not None and r + 1 == self.config.rounds
-        return (r + 1) % self.eval_every_rounds == 0 or last
 
     def _evaluate(self, record: RoundRecord) -> None:
         evaluation = self.learner.evaluate()
