@@ -32,7 +32,7 @@ from netfl.fl.signals import LearningSignals
 from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
-from netfl.selection.base import SelectionContext, Strategy
+from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
 from netfl.selection.context import BITS_PER_CONTEXT_VALUE
 from netfl.trace.strategy import ScoreLog
 from netfl.trace.tables import RoundRecord
@@ -40,8 +40,6 @@ from netfl.trace.timeline import Timeline
 
 #: A polled client's answer to ``poll_loss``: one number (32 bits).
 POLL_ANSWER_BITS = 32.0
-#: ``Strategy.poll_signal`` -> the feature that carries the answers.
-POLL_PLANS = {"poll_loss": "loss", "update_vector": "update_vector"}
 
 
 class StrategyContractError(RuntimeError):
@@ -309,9 +307,11 @@ class Server:
         if not clients:
             return ctx.features
         self._distinct_candidates(ctx.round, "polled", clients, ctx)
-        signal = str(getattr(self.strategy, "poll_signal", "poll_loss"))
-        if signal not in POLL_PLANS:
-            raise StrategyContractError(f"unknown poll_signal {signal!r}; known: {POLL_PLANS}")
+        signal = str(self.strategy.poll_signal)
+        if signal not in POLL_SIGNALS:
+            raise StrategyContractError(
+                f"unknown poll_signal {signal!r}; known: {sorted(POLL_SIGNALS)}"
+            )
         loss = signal == "poll_loss"
         plan = Plan(
             download_bits=self.model_size_bits,

@@ -24,10 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from netfl.learning.learner import Learner
-
-#: Signals ``local_update`` can add to its result when asked (``want``).
-UPDATE_WANTS = frozenset({"update_vector"})
+from netfl.learning.learner import Learner, wants_for
 
 
 class LearningSignals:
@@ -35,7 +32,7 @@ class LearningSignals:
 
     def __init__(self, learner: Learner, requires: frozenset[str]) -> None:
         self.learner = learner
-        self.wants = frozenset(requires) & UPDATE_WANTS
+        self.wants = wants_for(requires)
         parameters = inspect.signature(learner.local_update).parameters
         self.takes_want = "want" in parameters
 
