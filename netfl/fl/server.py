@@ -180,8 +180,7 @@ class Server:
         outcomes = yield from exchange.run(limit)
         if self.config.aggregation_time_s > 0:
             yield env.timeout(self.config.aggregation_time_s)
-        index = {int(c): i for i, c in enumerate(ctx.candidates)}
-        rows = [index[c] for c in selected]
+        rows = np.searchsorted(ctx.candidates, selected)  # candidates are sorted
         chosen = {name: np.asarray(v)[rows] for name, v in ctx.features.items()}
         self._close_round(
             record, outcomes, exchange.start_s, chosen, self.config.aggregation_time_s
