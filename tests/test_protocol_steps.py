@@ -306,6 +306,20 @@ def test_resource_reports_cost_uplink_time_and_bits():
     assert tx.tolist() == pytest.approx([0.55, 0.55, 0.05, 0.05])
 
 
+def test_resource_reports_cut_at_the_time_budget_still_cost_their_airtime():
+    """Reports of 1e5 bits take 0.1 s at 1 Mb/s; T_final = 0.04 s cuts them: 0.5 W x 0.04 s."""
+    data = scenario(
+        [group("a", 4, energy={"tx_power_w": 0.5, "compute_power_w": 0.0})],
+        fl={"rounds": None, "time_budget_s": 0.04, "request_response_bits": 1.0e5},
+    )
+    world = run(data)
+    assert events(world, "response").empty
+    assert world.strategy.contexts[0].candidates.tolist() == []
+    tx = world.server.client_totals()["energy_tx_j"]
+    assert tx.tolist() == pytest.approx([0.5 * 0.04] * 4)
+    assert world.server.records[0].energy_tx_j == pytest.approx(4 * 0.5 * 0.04)
+
+
 class PollsOutsiders(Recorder):
     def choose_polled(self, ctx):
         return [self.info.n_clients - 1, self.info.n_clients - 1]

@@ -204,6 +204,7 @@ class Server:
         if not np.any(bits > 0):
             self.timeline.record_many(env.now, "response", r, here.tolist())
             return here
+        sent_s = env.now
         uploads = {
             int(c): self.network.upload(env, int(c), float(b))
             for c, b in zip(here, bits, strict=True)
@@ -214,6 +215,7 @@ class Server:
         for c, proc in uploads.items():
             if proc.is_alive:
                 proc.interrupt("deadline")
+                self.energy.transmit(c, env.now - sent_s)  # a report cut short still cost
                 continue
             transfer = proc.value
             assert transfer is not None
