@@ -1,8 +1,8 @@
 """The FL server as a SimPy process: one round after another.
 
 A round follows the FedCS protocol (002_27b575cdfe8e08e6.txt Sec. II): Resource Request
-to ceil(K C) random clients (those available answer; the exchange may cost time and
-uplink bits), an optional poll the strategy asks for, Client Selection (the strategy; its
+to ceil(K C) random clients (:mod:`netfl.fl.request`: those available answer; the answers
+may cost time and uplink bits), an optional poll the strategy asks for, Client Selection (the strategy; its
 compute time is configurable), then Distribution, Update and Upload
 (:mod:`netfl.fl.exchange`: FedCS uploads one after another, FedAvg in parallel), and
 Aggregation. The round ends when every selected client is done, when the first m updates
@@ -26,14 +26,14 @@ import simpy
 from netfl.config.fl import FLConfig
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
-from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
+from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
+from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
 from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
 from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
-from netfl.selection.context import BITS_PER_CONTEXT_VALUE
 from netfl.trace.strategy import ScoreLog
 from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
@@ -78,12 +78,15 @@ class Server:
         self.learner = learner
         self.strategy = strategy
         self.timeline = timeline
-        self.request_rng = request_rng
         self.eval_schedule = eval_schedule or EvalSchedule(rounds=config.rounds)
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
         self.energy = energy or EnergyMeter.off(self.n_clients)
         self.parts = Parts(env, network, devices, timeline, self.energy)
+        # Data contexts computed on the devices (NCCB), one row per client: a feature of
+        # the candidates, sent with each client's first resource response.
+        self.contexts = contexts
+        self.request = ResourceRequest(self.parts, config, request_rng, contexts)
         self.reported = ReportedTimes(self.n_clients)
         self.signals = LearningSignals(learner, strategy.requires)
         self.counts = {
@@ -92,10 +95,6 @@ class Server:
         }
         self.records: list[RoundRecord] = []
         self.score_log = ScoreLog()
-        # Data contexts computed on the devices (NCCB): sent once, with a client's first
-        # resource response (``contexts`` has one row per client).
-        self.contexts = contexts
-        self.context_sent = np.zeros(self.n_clients, dtype=bool)
 
     def use(self, strategy: Strategy, learner: Learner) -> None:
         """Talk to ``strategy`` and ``learner`` from the next round on: a checkpointed
@@ -158,7 +157,7 @@ class Server:
         self.devices.start_round(r)
         self.energy.start_round()
         limit = self._limit(record.t_start_s)
-        candidates = yield from self._resource_request(r, limit)
+        candidates = yield from self.request.run(r, limit)
         ctx = self._context(r, candidates, self._features(candidates))
         features = yield from self._poll(ctx, limit)
         if features is not ctx.features:
@@ -187,60 +186,6 @@ class Server:
         )
 
     # -- steps --------------------------------------------------------------------------
-
-    def _resource_request(
-        self, r: int, limit: float | None
-    ) -> Generator[simpy.Event, Any, np.ndarray]:
-        """ceil(K C) clients drawn uniformly, fresh each round (002 Sec. II); those
-        available answer and become the candidates."""
-        env = self.env
-        k = math.ceil(self.n_clients * self.config.request_fraction - 1e-9)
-        asked = np.sort(self.request_rng.choice(self.n_clients, size=k, replace=False))
-        self.timeline.record_many(env.now, "request", r, asked.tolist())
-        if self.config.request_time_s > 0:
-            yield env.timeout(self.config.request_time_s)
-        here = asked[self.devices.available(asked)]
-        bits = self._response_bits(here)
-        if not np.any(bits > 0):
-            self.timeline.record_many(env.now, "response", r, here.tolist())
-            return here
-        sent_s = env.now
-        uploads = {
-            int(c): self.network.upload(env, int(c), float(b))
-            for c, b in zip(here, bits, strict=True)
-        }
-        everyone = env.all_of(list(uploads.values()))
-        yield everyone if limit is None else everyone | LateTimeout(env, max(0.0, limit - env.now))
-        answered = []
-        for c, proc in uploads.items():
-            if proc.is_alive:
-                proc.interrupt("deadline")
-                self.energy.transmit(c, env.now - sent_s)  # a report cut short still cost
-                continue
-            transfer = proc.value
-            assert transfer is not None
-            self.energy.transmit(c, transfer.duration_s)
-            self.timeline.record(
-                transfer.end_s,
-                "response",
-                r,
-                c,
-                bits=transfer.bits,
-                duration_s=transfer.duration_s,
-            )
-            answered.append(c)
-        answered_ids = np.asarray(answered, dtype=np.int64)
-        self.context_sent[answered_ids] = True
-        return answered_ids
-
-    def _response_bits(self, clients: np.ndarray) -> np.ndarray:
-        """Bits of each client's resource response: the configured report, plus its data
-        context the first time it answers (when the strategy uses contexts)."""
-        bits = np.full(len(clients), float(self.config.request_response_bits))
-        if self.contexts is not None:
-            first = ~self.context_sent[clients]
-            bits[first] += self.contexts.shape[1] * BITS_PER_CONTEXT_VALUE
-        return bits
 
     def _features(self, candidates: np.ndarray) -> dict[str, np.ndarray]:
         features = self.devices.features(candidates)
