@@ -2,8 +2,8 @@
 
 A round follows the FedCS protocol (002_27b575cdfe8e08e6.txt Sec. II): Resource Request
 to ceil(K C) random clients (:mod:`netfl.fl.request`: those available answer; the answers
-may cost time and uplink bits), an optional poll the strategy asks for, Client Selection (the strategy; its
-compute time is configurable), then Distribution, Update and Upload
+may cost time and uplink bits), an optional poll the strategy asks for, Client Selection
+(the strategy; its compute time is configurable), then Distribution, Update and Upload
 (:mod:`netfl.fl.exchange`: FedCS uploads one after another, FedAvg in parallel), and
 Aggregation. The round ends when every selected client is done, when the first m updates
 have arrived (over-selection), or at the round deadline T_round; no round starts after the
@@ -229,11 +229,13 @@ class Server:
             target=self.config.clients_per_round,
         )
 
-    def _distinct_candidates(self, r: int, what: str, chosen: list[int], ctx: Any) -> None:
+    @staticmethod
+    def _distinct_candidates(ctx: SelectionContext, what: str, chosen: list[int]) -> None:
         allowed = set(ctx.candidates.tolist())
         if len(set(chosen)) != len(chosen) or not set(chosen) <= allowed:
             raise StrategyContractError(
-                f"round {r}: the strategy {what} {chosen}, which are not distinct candidates"
+                f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
+                " candidates"
             )
 
     def _poll(
@@ -252,7 +254,7 @@ class Server:
         clients = [int(c) for c in choose(ctx)] if choose is not None else []
         if not clients:
             return ctx.features
-        self._distinct_candidates(ctx.round, "polled", clients, ctx)
+        self._distinct_candidates(ctx, "polled", clients)
         signal = str(self.strategy.poll_signal)
         if signal not in POLL_SIGNALS:
             raise StrategyContractError(
@@ -284,7 +286,7 @@ class Server:
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
         chosen = [int(c) for c in self.strategy.select(ctx)]
-        self._distinct_candidates(ctx.round, "selected", chosen, ctx)
+        self._distinct_candidates(ctx, "selected", chosen)
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
