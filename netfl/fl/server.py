@@ -339,12 +339,14 @@ class Server:
             self.on_round(record)
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
-        for out in outcomes:
-            self.counts["selected"][out.client] += 1
-            for name in ("completed", "dropped", "deadline_miss"):
-                self.counts[name][out.client] += out.status == name
-        record.n_dropped = sum(o.status == "dropped" for o in outcomes)
-        record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
+        # A round's outcomes are of distinct clients, so fancy-index increments are exact.
+        clients = np.array([o.client for o in outcomes], dtype=np.int64)
+        status = np.array([o.status for o in outcomes], dtype=str)
+        self.counts["selected"][clients] += 1
+        for name in ("completed", "dropped", "deadline_miss"):
+            self.counts[name][clients[status == name]] += 1
+        record.n_dropped = int(np.sum(status == "dropped"))
+        record.n_deadline_miss = int(np.sum(status == "deadline_miss"))
 
     def _evaluate(self, record: RoundRecord) -> None:
         evaluation = self.learner.evaluate()
