@@ -89,6 +89,9 @@ def test_mab_cs_fluctuation_draws_the_capability_each_round():
     assert capability.min() >= 64.0 - sigma - 1e-9
     assert capability.max() <= 64.0 + sigma + 1e-9
     assert capability.std() > 0.3 * sigma
+    # Truncated to [mean - sigma, mean + sigma]: the std is sigma x that of a standard
+    # normal truncated to [-1, 1], sqrt(1 - 2 phi(1) / (Phi(1) - Phi(-1))) = 0.5396.
+    assert capability.std() == pytest.approx(sigma * stats.truncnorm(-1, 1).std(), rel=0.05)
     # The truncation is symmetric: the mean capability is the configured mean.
     assert capability.mean() == pytest.approx(64.0, rel=0.02)
 
