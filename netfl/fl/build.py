@@ -94,10 +94,13 @@ def build_server(
 def fastest_round_s(
     scenario: Scenario, devices: Devices, network: Network, model_size_bits: float
 ) -> float:
-    """A lower bound on the time from a round's start to its first possible upload.
+    """The shortest time from a round's start to the end of its first upload, at nominal
+    link rates.
 
     Request and selection times, plus the fastest client's download and upload at its
     nominal rates and its fastest possible update (:meth:`Devices.fastest_update_s`).
+    A lower bound only where no transfer beats its nominal rate: LTE fluctuation and fast
+    fading, a group link's bandwidth above its mean or its exchange noise can be faster.
     """
     fl = scenario.fl
     download = 0.0 if fl.distribution_mode == "instant" else model_size_bits / network.rate_dl_bps
@@ -117,7 +120,8 @@ def warn_impossible_deadline(
     if deadline < bound:
         warnings.warn(
             f"fl.deadline_s: {deadline:g} s is shorter than the fastest possible round"
-            f" (about {bound:.3g} s at nominal rates): no update will ever arrive",
+            f" (about {bound:.3g} s at nominal rates): no update arrives in time unless a"
+            " link beats its nominal rate",
             ScenarioWarning,
             stacklevel=2,
         )
