@@ -75,9 +75,13 @@ class GroupLinkNetwork:
             self.bandwidth_hz[s] = bandwidth
 
     def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
-        """The allocated bandwidth of the round (NaN for devices on the radio model)."""
+        """The wrapped network's features, with ``bandwidth_hz`` the round's allocated
+        bandwidth on group links (devices on the radio model keep the radio model's, or
+        NaN where it reports none)."""
+        clients = np.asarray(clients, dtype=np.int64)
         features = dict(getattr(self.base, "features", lambda c: {})(clients))
-        features["bandwidth_hz"] = self.bandwidth_hz[np.asarray(clients, dtype=np.int64)]
+        radio = features.get("bandwidth_hz", np.full(len(clients), np.nan))
+        features["bandwidth_hz"] = np.where(self.linked[clients], self.bandwidth_hz[clients], radio)
         return features
 
     def round_rate_ul_bps(self, clients: np.ndarray) -> np.ndarray:
