@@ -129,7 +129,8 @@ class Exchange:
         self.outcomes = [Outcome(c, j) for j, c in enumerate(clients)]
         self.target = len(clients) if target is None else min(target, len(clients))
         env = parts.env
-        self.turns = [env.event() for _ in clients]
+        # Sequential uploads: turns[j] fires when client j is done, letting j + 1 upload.
+        self.turns = [env.event() for _ in clients[1:]] if plan.sequential else []
         self.done = env.event()
         self.n_finished = 0
         self.n_completed = 0
@@ -193,7 +194,7 @@ class Exchange:
     def _finish(self, out: Outcome) -> None:
         self.n_finished += 1
         self.n_completed += out.completed
-        if not self.turns[out.order].triggered:
+        if out.order < len(self.turns) and not self.turns[out.order].triggered:
             self.turns[out.order].succeed()
         everyone = self.n_finished == len(self.outcomes)
         if (everyone or self.n_completed >= self.target) and not self.done.triggered:
