@@ -93,23 +93,21 @@ class GroupLinkNetwork:
     def round_rate_dl_bps(self, clients: np.ndarray) -> np.ndarray:
         """This round's download rates (see :meth:`round_rate_ul_bps`)."""
         clients = np.asarray(clients, dtype=np.int64)
+        return np.where(self.linked[clients], self._link_dl_bps(clients), self.rate_dl_bps[clients])
+
+    def _link_dl_bps(self, clients: np.ndarray | int) -> np.ndarray:
+        """Group-link download rates: the fixed one where given, else this round's B eta."""
         fixed = self.fixed_dl_bps[clients]
-        own = np.where(
+        return np.where(
             np.isnan(fixed), self.bandwidth_hz[clients] * self.efficiency[clients], fixed
         )
-        return np.where(self.linked[clients], own, self.rate_dl_bps[clients])
 
     def _ul_rate(self, client: int) -> float:
         slowdown = float(self.time_factor.time_factor[client])
         return float(self.bandwidth_hz[client] * self.efficiency[client]) / slowdown
 
     def _dl_rate(self, client: int) -> float:
-        fixed = self.fixed_dl_bps[client]
-        return (
-            float(fixed)
-            if not np.isnan(fixed)
-            else float(self.bandwidth_hz[client] * self.efficiency[client])
-        )
+        return float(self._link_dl_bps(client))
 
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         if not self.linked[client]:
