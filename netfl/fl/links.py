@@ -19,6 +19,7 @@ import simpy
 
 from netfl.config.devices import DevicesConfig, GroupLink
 from netfl.errors import ScenarioError
+from netfl.fl.device import Devices
 from netfl.fl.population import Population
 from netfl.radio.network import Network, Transfer, send_at_rate
 
@@ -31,11 +32,11 @@ class GroupLinkNetwork:
         base: Network,
         config: DevicesConfig,
         population: Population,
-        time_factor: Any,
+        devices: Devices,
         rng: np.random.Generator,
     ) -> None:
         self.base = base
-        self.time_factor = time_factor  # object with a per-client ``time_factor`` array
+        self.devices = devices  # their per-round exchange-noise factor slows the upload
         self.rng = rng
         n = population.n_clients
         self.linked = np.zeros(n, dtype=bool)
@@ -103,7 +104,7 @@ class GroupLinkNetwork:
         )
 
     def _ul_rate(self, client: int) -> float:
-        slowdown = float(self.time_factor.time_factor[client])
+        slowdown = float(self.devices.time_factor[client])
         return float(self.bandwidth_hz[client] * self.efficiency[client]) / slowdown
 
     def _dl_rate(self, client: int) -> float:
