@@ -106,10 +106,6 @@ class Server:
     def n_selected(self) -> np.ndarray:
         return self.counts["selected"]
 
-    @property
-    def n_completed(self) -> np.ndarray:
-        return self.counts["completed"]
-
     def client_totals(self) -> dict[str, np.ndarray]:
         """Per-client counters and energy, for ``clients.parquet``."""
         totals = {f"n_{name}": count for name, count in self.counts.items()}
