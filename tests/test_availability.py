@@ -70,6 +70,9 @@ def test_markov_on_period_is_memoryless_and_consistent():
     gone = on[leave < 4.0]
     back = model.available(gone, 4.0).mean()
     assert back < 0.5 * (1 - math.exp(-(0.1 + 0.1) * 4.0)) + 0.02
+    # Exactly: each is off from its leaving time, so P(on at 4) = pi (1 - e^{-(a+b)(4 - t)}).
+    expected = np.mean(0.5 * (1 - np.exp(-(0.1 + 0.1) * (4.0 - leave[leave < 4.0]))))
+    assert back == pytest.approx(expected, abs=0.025)  # ~4 binomial sigmas, n ~ 3300
 
 
 def _trace(tmp_path, rows, header="client,start_s,end_s", name="avail.csv"):

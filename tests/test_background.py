@@ -13,6 +13,8 @@ from tests.protocol_helpers import events, group, run, scenario
 
 EXPONENTIAL = {"dist": "exponential", "mean": 2.0}
 UNIFORM = {"dist": "uniform", "low": 1.0, "high": 5.0}
+LOGNORMAL = {"dist": "lognormal", "median": 2.0, "sigma": 0.5}
+CHOICE = {"dist": "choice", "values": [1.0, 3.0], "p": [0.25, 0.75]}
 
 
 def _mean_response(load: BackgroundLoad, work_s: float, n: int, seed: int) -> float:
@@ -27,7 +29,7 @@ def _mean_response(load: BackgroundLoad, work_s: float, n: int, seed: int) -> fl
     return total / n
 
 
-@pytest.mark.parametrize("work", [EXPONENTIAL, 3.0, UNIFORM])
+@pytest.mark.parametrize("work", [EXPONENTIAL, 3.0, UNIFORM, LOGNORMAL, CHOICE])
 def test_processor_sharing_slows_a_job_by_one_over_one_minus_rho(work):
     """M/G/1-PS: E[T | x] = x / (1 - rho), for any job-size distribution (insensitivity)."""
     load = BackgroundLoad(arrival_rate_hz=0.15, job_work_s=work, discipline="ps")
@@ -36,7 +38,7 @@ def test_processor_sharing_slows_a_job_by_one_over_one_minus_rho(work):
     assert mean == pytest.approx(4.0 / (1 - rho), rel=0.03)
 
 
-@pytest.mark.parametrize("work", [EXPONENTIAL, 3.0, UNIFORM])
+@pytest.mark.parametrize("work", [EXPONENTIAL, 3.0, UNIFORM, LOGNORMAL, CHOICE])
 def test_fifo_waits_the_pollaczek_khinchine_workload(work):
     """M/G/1-FIFO: E[T | x] = x + lambda E[S^2] / (2 (1 - rho))."""
     load = BackgroundLoad(arrival_rate_hz=0.15, job_work_s=work, discipline="fifo")
@@ -44,6 +46,8 @@ def test_fifo_waits_the_pollaczek_khinchine_workload(work):
         "exponential": 2 * 2.0**2,
         "constant": 3.0**2,
         "uniform": (1 + 5 + 25) / 3,  # (a^2 + ab + b^2) / 3
+        "lognormal": 2.0**2 * np.exp(2 * 0.5**2),  # median^2 e^{2 sigma^2}
+        "choice": 0.25 * 1.0**2 + 0.75 * 3.0**2,
     }[load.job_work_s.dist]
     wait = 0.15 * second_moment / (2 * (1 - load.utilization))
     assert _mean_response(load, 4.0, 6000, seed=2) == pytest.approx(4.0 + wait, rel=0.03)

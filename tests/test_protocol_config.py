@@ -31,6 +31,7 @@ def test_distribution_defaults_to_the_protocols_own():
 
 
 def test_link_efficiency_is_log_one_plus_snr():
+    # log2(1001), ln(1001) and log2(1 + 10^(20/10)) = log2(101).
     assert GroupLink(snr=1000, bandwidth_hz=3e6).spectral_efficiency == pytest.approx(9.9672, 1e-4)
     natural = GroupLink(snr=1000, log="ln", bandwidth_hz=3e6).spectral_efficiency
     assert natural == pytest.approx(6.9088, 1e-4)

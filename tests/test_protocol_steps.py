@@ -89,6 +89,9 @@ def test_mab_cs_fluctuation_draws_the_capability_each_round():
     assert capability.min() >= 64.0 - sigma - 1e-9
     assert capability.max() <= 64.0 + sigma + 1e-9
     assert capability.std() > 0.3 * sigma
+    # Truncated to [mean - sigma, mean + sigma]: the std is sigma x that of a standard
+    # normal truncated to [-1, 1], sqrt(1 - 2 phi(1) / (Phi(1) - Phi(-1))) = 0.5396.
+    assert capability.std() == pytest.approx(sigma * stats.truncnorm(-1, 1).std(), rel=0.05)
     # The truncation is symmetric: the mean capability is the configured mean.
     assert capability.mean() == pytest.approx(64.0, rel=0.02)
 
@@ -304,6 +307,20 @@ def test_resource_reports_cost_uplink_time_and_bits():
     tx = world.server.client_totals()["energy_tx_j"]
     # Each client reported (0.1 s on air); the two selected also uploaded the model (1 s).
     assert tx.tolist() == pytest.approx([0.55, 0.55, 0.05, 0.05])
+
+
+def test_resource_reports_cut_at_the_time_budget_still_cost_their_airtime():
+    """Reports of 1e5 bits take 0.1 s at 1 Mb/s; T_final = 0.04 s cuts them: 0.5 W x 0.04 s."""
+    data = scenario(
+        [group("a", 4, energy={"tx_power_w": 0.5, "compute_power_w": 0.0})],
+        fl={"rounds": None, "time_budget_s": 0.04, "request_response_bits": 1.0e5},
+    )
+    world = run(data)
+    assert events(world, "response").empty
+    assert world.strategy.contexts[0].candidates.tolist() == []
+    tx = world.server.client_totals()["energy_tx_j"]
+    assert tx.tolist() == pytest.approx([0.5 * 0.04] * 4)
+    assert world.server.records[0].energy_tx_j == pytest.approx(4 * 0.5 * 0.04)
 
 
 class PollsOutsiders(Recorder):

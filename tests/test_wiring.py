@@ -64,6 +64,23 @@ def test_lte_reports_the_allocated_bandwidth():
     assert features["bandwidth_hz"] == pytest.approx(np.full(3, 1.8e6))
 
 
+def test_group_links_keep_the_lte_bandwidth_of_the_other_devices():
+    from netfl.scenario import scenario_from_data
+    from netfl.world import build_world
+    from tests.protocol_helpers import group, scenario
+
+    link = {"snr": 10.0, "bandwidth_hz": {"dist": "uniform", "low": 2e6, "high": 4e6}}
+    data = scenario([group("cell", 3), group("linked", 2, link=link)])
+    data["radio"] = {"model": "lte"}
+    network = build_world(scenario_from_data(data)).network
+    network.start_round(0)
+    clients = np.arange(5)
+    bandwidth = network.features(clients)["bandwidth_hz"]
+    assert bandwidth[:3] == pytest.approx(network.base.features(clients)["bandwidth_hz"][:3])
+    assert bandwidth[:3] == pytest.approx(np.full(3, bandwidth[0]))  # the cell's RB cap
+    assert np.all((bandwidth[3:] >= 2e6) & (bandwidth[3:] <= 4e6))  # drawn this round
+
+
 def test_rbcs_f_runs_on_the_lte_cell(write_scenario, tiny, tmp_path):
     tiny["radio"] = {"model": "lte"}
     tiny["selection"] = {"name": "rbcs_f", "params": {"m": 3, "beta": 0.2}}

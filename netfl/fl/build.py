@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import simpy
@@ -16,6 +15,7 @@ from netfl.fl.energy import EnergyMeter
 from netfl.fl.links import GroupLinkNetwork
 from netfl.fl.population import Population
 from netfl.fl.server import Server
+from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
 from netfl.rng import Streams
@@ -64,13 +64,11 @@ def build_server(
     strategy: Strategy,
     timeline: Timeline,
     streams: Streams,
-    eval_schedule: Any = None,
+    eval_schedule: EvalSchedule,
     on_round: Callable[[RoundRecord], None] | None = None,
 ) -> Server:
-    """The FL server; ``eval_schedule`` (an object with ``due(round, now_s)``) overrides
-    ``learning.eval_every_rounds``."""
+    """The FL server, evaluating the global model when ``eval_schedule`` says."""
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
-    learning = scenario.learning
     contexts = None
     if "data_context" in strategy.requires:
         from netfl.learning.contexts import device_contexts
@@ -87,7 +85,6 @@ def build_server(
         timeline=timeline,
         request_rng=streams.get("fl.request"),
         energy=energy,
-        eval_every_rounds=(learning.eval_every_rounds or 1) if learning else 1,
         eval_schedule=eval_schedule,
         on_round=on_round,
         contexts=contexts,
@@ -97,10 +94,13 @@ def build_server(
 def fastest_round_s(
     scenario: Scenario, devices: Devices, network: Network, model_size_bits: float
 ) -> float:
-    """A lower bound on the time from a round's start to its first possible upload.
+    """The shortest time from a round's start to the end of its first upload, at nominal
+    link rates.
 
     Request and selection times, plus the fastest client's download and upload at its
     nominal rates and its fastest possible update (:meth:`Devices.fastest_update_s`).
+    A lower bound only where no transfer beats its nominal rate: LTE fluctuation and fast
+    fading, a group link's bandwidth above its mean or its exchange noise can be faster.
     """
     fl = scenario.fl
     download = 0.0 if fl.distribution_mode == "instant" else model_size_bits / network.rate_dl_bps
@@ -120,7 +120,8 @@ def warn_impossible_deadline(
     if deadline < bound:
         warnings.warn(
             f"fl.deadline_s: {deadline:g} s is shorter than the fastest possible round"
-            f" (about {bound:.3g} s at nominal rates): no update will ever arrive",
+            f" (about {bound:.3g} s at nominal rates): no update arrives in time unless a"
+            " link beats its nominal rate",
             ScenarioWarning,
             stacklevel=2,
         )

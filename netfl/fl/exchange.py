@@ -129,7 +129,8 @@ class Exchange:
         self.outcomes = [Outcome(c, j) for j, c in enumerate(clients)]
         self.target = len(clients) if target is None else min(target, len(clients))
         env = parts.env
-        self.turns = [env.event() for _ in clients]
+        # Sequential uploads: turns[j] fires when client j is done, letting j + 1 upload.
+        self.turns = [env.event() for _ in clients[1:]] if plan.sequential else []
         self.done = env.event()
         self.n_finished = 0
         self.n_completed = 0
@@ -143,13 +144,11 @@ class Exchange:
 
     # -- the exchange ---------------------------------------------------------------------
 
-    def run(
-        self, limit_s: float | None, on_limit: str = "limit"
-    ) -> Generator[simpy.Event, Any, list[Outcome]]:
+    def run(self, limit_s: float | None) -> Generator[simpy.Event, Any, list[Outcome]]:
         """Run until every client is done, ``target`` completed, or ``limit_s`` is reached.
 
-        Clients still working at ``limit_s`` leave with ``on_limit`` as the cause: "limit"
-        (a deadline: ``deadline_miss``) or "enough" (the server stops waiting: ``cancel``).
+        Clients still working then leave: ``cancel`` once ``target`` updates arrived, else
+        ``deadline_miss``.
         """
         env = self.parts.env
         self.start_s = env.now
@@ -164,7 +163,7 @@ class Exchange:
         if limit_s is not None:
             waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
         yield env.any_of(waits)
-        cause = "enough" if self.done.triggered else on_limit
+        cause = "enough" if self.done.triggered else "limit"
         for proc in procs:
             if proc.is_alive:
                 proc.interrupt(cause)
@@ -195,7 +194,7 @@ class Exchange:
     def _finish(self, out: Outcome) -> None:
         self.n_finished += 1
         self.n_completed += out.completed
-        if not self.turns[out.order].triggered:
+        if out.order < len(self.turns) and not self.turns[out.order].triggered:
             self.turns[out.order].succeed()
         everyone = self.n_finished == len(self.outcomes)
         if (everyone or self.n_completed >= self.target) and not self.done.triggered:

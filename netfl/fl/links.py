@@ -19,6 +19,7 @@ import simpy
 
 from netfl.config.devices import DevicesConfig, GroupLink
 from netfl.errors import ScenarioError
+from netfl.fl.device import Devices
 from netfl.fl.population import Population
 from netfl.radio.network import Network, Transfer, send_at_rate
 
@@ -31,11 +32,11 @@ class GroupLinkNetwork:
         base: Network,
         config: DevicesConfig,
         population: Population,
-        time_factor: Any,
+        devices: Devices,
         rng: np.random.Generator,
     ) -> None:
         self.base = base
-        self.time_factor = time_factor  # object with a per-client ``time_factor`` array
+        self.devices = devices  # their per-round exchange-noise factor slows the upload
         self.rng = rng
         n = population.n_clients
         self.linked = np.zeros(n, dtype=bool)
@@ -75,9 +76,13 @@ class GroupLinkNetwork:
             self.bandwidth_hz[s] = bandwidth
 
     def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
-        """The allocated bandwidth of the round (NaN for devices on the radio model)."""
+        """The wrapped network's features, with ``bandwidth_hz`` the round's allocated
+        bandwidth on group links (devices on the radio model keep the radio model's, or
+        NaN where it reports none)."""
+        clients = np.asarray(clients, dtype=np.int64)
         features = dict(getattr(self.base, "features", lambda c: {})(clients))
-        features["bandwidth_hz"] = self.bandwidth_hz[np.asarray(clients, dtype=np.int64)]
+        radio = features.get("bandwidth_hz", np.full(len(clients), np.nan))
+        features["bandwidth_hz"] = np.where(self.linked[clients], self.bandwidth_hz[clients], radio)
         return features
 
     def round_rate_ul_bps(self, clients: np.ndarray) -> np.ndarray:
@@ -89,23 +94,21 @@ class GroupLinkNetwork:
     def round_rate_dl_bps(self, clients: np.ndarray) -> np.ndarray:
         """This round's download rates (see :meth:`round_rate_ul_bps`)."""
         clients = np.asarray(clients, dtype=np.int64)
+        return np.where(self.linked[clients], self._link_dl_bps(clients), self.rate_dl_bps[clients])
+
+    def _link_dl_bps(self, clients: np.ndarray | int) -> np.ndarray:
+        """Group-link download rates: the fixed one where given, else this round's B eta."""
         fixed = self.fixed_dl_bps[clients]
-        own = np.where(
+        return np.where(
             np.isnan(fixed), self.bandwidth_hz[clients] * self.efficiency[clients], fixed
         )
-        return np.where(self.linked[clients], own, self.rate_dl_bps[clients])
 
     def _ul_rate(self, client: int) -> float:
-        slowdown = float(self.time_factor.time_factor[client])
+        slowdown = float(self.devices.time_factor[client])
         return float(self.bandwidth_hz[client] * self.efficiency[client]) / slowdown
 
     def _dl_rate(self, client: int) -> float:
-        fixed = self.fixed_dl_bps[client]
-        return (
-            float(fixed)
-            if not np.isnan(fixed)
-            else float(self.bandwidth_hz[client] * self.efficiency[client])
-        )
+        return float(self._link_dl_bps(client))
 
     def download(self, env: simpy.Environment, client: int, bits: float) -> simpy.Process:
         if not self.linked[client]:

@@ -1,9 +1,9 @@
 """The FL server as a SimPy process: one round after another.
 
 A round follows the FedCS protocol (002_27b575cdfe8e08e6.txt Sec. II): Resource Request
-to ceil(K C) random clients (those available answer; the exchange may cost time and
-uplink bits), an optional poll the strategy asks for, Client Selection (the strategy; its
-compute time is configurable), then Distribution, Update and Upload
+to ceil(K C) random clients (:mod:`netfl.fl.request`: those available answer; the answers
+may cost time and uplink bits), an optional poll the strategy asks for, Client Selection
+(the strategy; its compute time is configurable), then Distribution, Update and Upload
 (:mod:`netfl.fl.exchange`: FedCS uploads one after another, FedAvg in parallel), and
 Aggregation. The round ends when every selected client is done, when the first m updates
 have arrived (over-selection), or at the round deadline T_round; no round starts after the
@@ -26,21 +26,20 @@ import simpy
 from netfl.config.fl import FLConfig
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
-from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Parts, Plan
+from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
+from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
+from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner
 from netfl.radio.network import Network
-from netfl.selection.base import SelectionContext, Strategy
-from netfl.selection.context import BITS_PER_CONTEXT_VALUE
+from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
 from netfl.trace.strategy import ScoreLog
 from netfl.trace.tables import RoundRecord
 from netfl.trace.timeline import Timeline
 
 #: A polled client's answer to ``poll_loss``: one number (32 bits).
 POLL_ANSWER_BITS = 32.0
-#: ``Strategy.poll_signal`` -> the feature that carries the answers.
-POLL_PLANS = {"poll_loss": "loss", "update_vector": "update_vector"}
 
 
 class StrategyContractError(RuntimeError):
@@ -48,7 +47,11 @@ class StrategyContractError(RuntimeError):
 
 
 class Server:
-    """Runs rounds until the round count or the simulated-time budget is reached."""
+    """Runs rounds until the round count or the simulated-time budget is reached.
+
+    ``eval_schedule`` says after which rounds the global model is evaluated (default:
+    every round).
+    """
 
     def __init__(
         self,
@@ -63,8 +66,7 @@ class Server:
         timeline: Timeline,
         request_rng: np.random.Generator,
         energy: EnergyMeter | None = None,
-        eval_every_rounds: int = 1,
-        eval_schedule: Any = None,
+        eval_schedule: EvalSchedule | None = None,
         on_round: Callable[[RoundRecord], None] | None = None,
         contexts: np.ndarray | None = None,
     ) -> None:
@@ -76,13 +78,15 @@ class Server:
         self.learner = learner
         self.strategy = strategy
         self.timeline = timeline
-        self.request_rng = request_rng
-        self.eval_every_rounds = eval_every_rounds
-        self.eval_schedule = eval_schedule  # an object with due(round, now_s), or None
+        self.eval_schedule = eval_schedule or EvalSchedule(rounds=config.rounds)
         self.on_round = on_round
         self.n_clients = len(learner.n_samples)
         self.energy = energy or EnergyMeter.off(self.n_clients)
         self.parts = Parts(env, network, devices, timeline, self.energy)
+        # Data contexts computed on the devices (NCCB), one row per client: a feature of
+        # the candidates, sent with each client's first resource response.
+        self.contexts = contexts
+        self.request = ResourceRequest(self.parts, config, request_rng, contexts)
         self.reported = ReportedTimes(self.n_clients)
         self.signals = LearningSignals(learner, strategy.requires)
         self.counts = {
@@ -91,10 +95,6 @@ class Server:
         }
         self.records: list[RoundRecord] = []
         self.score_log = ScoreLog()
-        # Data contexts computed on the devices (NCCB): sent once, with a client's first
-        # resource response (``contexts`` has one row per client).
-        self.contexts = contexts
-        self.context_sent = np.zeros(self.n_clients, dtype=bool)
 
     def use(self, strategy: Strategy, learner: Learner) -> None:
         """Talk to ``strategy`` and ``learner`` from the next round on: a checkpointed
@@ -105,10 +105,6 @@ class Server:
     @property
     def n_selected(self) -> np.ndarray:
         return self.counts["selected"]
-
-    @property
-    def n_completed(self) -> np.ndarray:
-        return self.counts["completed"]
 
     def client_totals(self) -> dict[str, np.ndarray]:
         """Per-client counters and energy, for ``clients.parquet``."""
@@ -157,7 +153,7 @@ class Server:
         self.devices.start_round(r)
         self.energy.start_round()
         limit = self._limit(record.t_start_s)
-        candidates = yield from self._resource_request(r, limit)
+        candidates = yield from self.request.run(r, limit)
         ctx = self._context(r, candidates, self._features(candidates))
         features = yield from self._poll(ctx, limit)
         if features is not ctx.features:
@@ -179,66 +175,13 @@ class Server:
         outcomes = yield from exchange.run(limit)
         if self.config.aggregation_time_s > 0:
             yield env.timeout(self.config.aggregation_time_s)
-        index = {int(c): i for i, c in enumerate(ctx.candidates)}
-        rows = [index[c] for c in selected]
+        rows = np.searchsorted(ctx.candidates, selected)  # candidates are sorted
         chosen = {name: np.asarray(v)[rows] for name, v in ctx.features.items()}
         self._close_round(
             record, outcomes, exchange.start_s, chosen, self.config.aggregation_time_s
         )
 
     # -- steps --------------------------------------------------------------------------
-
-    def _resource_request(
-        self, r: int, limit: float | None
-    ) -> Generator[simpy.Event, Any, np.ndarray]:
-        """ceil(K C) clients drawn uniformly, fresh each round (002 Sec. II); those
-        available answer and become the candidates."""
-        env = self.env
-        k = math.ceil(self.n_clients * self.config.request_fraction - 1e-9)
-        asked = np.sort(self.request_rng.choice(self.n_clients, size=k, replace=False))
-        self.timeline.record_many(env.now, "request", r, asked.tolist())
-        if self.config.request_time_s > 0:
-            yield env.timeout(self.config.request_time_s)
-        here = asked[self.devices.available(asked)]
-        bits = self._response_bits(here)
-        if not np.any(bits > 0):
-            self.timeline.record_many(env.now, "response", r, here.tolist())
-            return here
-        uploads = {
-            int(c): self.network.upload(env, int(c), float(b))
-            for c, b in zip(here, bits, strict=True)
-        }
-        everyone = env.all_of(list(uploads.values()))
-        yield everyone if limit is None else everyone | LateTimeout(env, max(0.0, limit - env.now))
-        answered = []
-        for c, proc in uploads.items():
-            if proc.is_alive:
-                proc.interrupt("deadline")
-                continue
-            transfer = proc.value
-            assert transfer is not None
-            self.energy.transmit(c, transfer.duration_s)
-            self.timeline.record(
-                transfer.end_s,
-                "response",
-                r,
-                c,
-                bits=transfer.bits,
-                duration_s=transfer.duration_s,
-            )
-            answered.append(c)
-        answered_ids = np.asarray(answered, dtype=np.int64)
-        self.context_sent[answered_ids] = True
-        return answered_ids
-
-    def _response_bits(self, clients: np.ndarray) -> np.ndarray:
-        """Bits of each client's resource response: the configured report, plus its data
-        context the first time it answers (when the strategy uses contexts)."""
-        bits = np.full(len(clients), float(self.config.request_response_bits))
-        if self.contexts is not None:
-            first = ~self.context_sent[clients]
-            bits[first] += self.contexts.shape[1] * BITS_PER_CONTEXT_VALUE
-        return bits
 
     def _features(self, candidates: np.ndarray) -> dict[str, np.ndarray]:
         features = self.devices.features(candidates)
@@ -282,11 +225,13 @@ class Server:
             target=self.config.clients_per_round,
         )
 
-    def _distinct_candidates(self, r: int, what: str, chosen: list[int], ctx: Any) -> None:
+    @staticmethod
+    def _distinct_candidates(ctx: SelectionContext, what: str, chosen: list[int]) -> None:
         allowed = set(ctx.candidates.tolist())
         if len(set(chosen)) != len(chosen) or not set(chosen) <= allowed:
             raise StrategyContractError(
-                f"round {r}: the strategy {what} {chosen}, which are not distinct candidates"
+                f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
+                " candidates"
             )
 
     def _poll(
@@ -305,10 +250,12 @@ class Server:
         clients = [int(c) for c in choose(ctx)] if choose is not None else []
         if not clients:
             return ctx.features
-        self._distinct_candidates(ctx.round, "polled", clients, ctx)
-        signal = str(getattr(self.strategy, "poll_signal", "poll_loss"))
-        if signal not in POLL_PLANS:
-            raise StrategyContractError(f"unknown poll_signal {signal!r}; known: {POLL_PLANS}")
+        self._distinct_candidates(ctx, "polled", clients)
+        signal = str(self.strategy.poll_signal)
+        if signal not in POLL_SIGNALS:
+            raise StrategyContractError(
+                f"unknown poll_signal {signal!r}; known: {sorted(POLL_SIGNALS)}"
+            )
         loss = signal == "poll_loss"
         plan = Plan(
             download_bits=self.model_size_bits,
@@ -335,7 +282,7 @@ class Server:
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
         chosen = [int(c) for c in self.strategy.select(ctx)]
-        self._distinct_candidates(ctx.round, "selected", chosen, ctx)
+        self._distinct_candidates(ctx, "selected", chosen)
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
@@ -372,7 +319,7 @@ class Server:
             bits=len(clients) * self.model_size_bits,
             duration_s=aggregation_s,
         )
-        if self._evaluation_due(r):
+        if self.eval_schedule.due(r, env.now):
             self._evaluate(record)
         record.t_end_s = env.now
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
@@ -388,18 +335,14 @@ class Server:
             self.on_round(record)
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
-        for out in outcomes:
-            self.counts["selected"][out.client] += 1
-            for name in ("completed", "dropped", "deadline_miss"):
-                self.counts[name][out.client] += out.status == name
-        record.n_dropped = sum(o.status == "dropped" for o in outcomes)
-        record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
-
-    def _evaluation_due(self, r: int) -> bool:
-        if self.eval_schedule is not None:
-            return bool(self.eval_schedule.due(r, self.env.now))
-        last = self.config.rounds is not None and r + 1 == self.config.rounds
-        return (r + 1) % self.eval_every_rounds == 0 or last
+        # A round's outcomes are of distinct clients, so fancy-index increments are exact.
+        clients = np.array([o.client for o in outcomes], dtype=np.int64)
+        status = np.array([o.status for o in outcomes], dtype=str)
+        self.counts["selected"][clients] += 1
+        for name in ("completed", "dropped", "deadline_miss"):
+            self.counts[name][clients[status == name]] += 1
+        record.n_dropped = int(np.sum(status == "dropped"))
+        record.n_deadline_miss = int(np.sum(status == "deadline_miss"))
 
     def _evaluate(self, record: RoundRecord) -> None:
         evaluation = self.learner.evaluate()

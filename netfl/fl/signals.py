@@ -1,8 +1,7 @@
 """The learning signals the server passes to strategies, asked from the learner.
 
 A strategy declares what it needs in ``Strategy.requires``; the learner computes only
-that. Learners that predate a signal are served NaN (the strategy then says what is
-missing), so the protocol runs with any learner that has the basic ``Learner`` methods.
+that. Where the learner has no answer (``learning: none``) the signals are NaN.
 
 - after a round, in ``RoundFeedback.signals``, aligned with the selection (NaN rows for
   clients whose update did not arrive): ``local_loss_std`` (the spread of the local
@@ -18,16 +17,12 @@ missing), so the protocol runs with any learner that has the basic ``Learner`` m
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from netfl.learning.learner import Learner
-
-#: Signals ``local_update`` can add to its result when asked (``want``).
-UPDATE_WANTS = frozenset({"update_vector"})
+from netfl.learning.learner import Learner, wants_for
 
 
 class LearningSignals:
@@ -35,24 +30,18 @@ class LearningSignals:
 
     def __init__(self, learner: Learner, requires: frozenset[str]) -> None:
         self.learner = learner
-        self.wants = frozenset(requires) & UPDATE_WANTS
-        parameters = inspect.signature(learner.local_update).parameters
-        self.takes_want = "want" in parameters
+        self.wants = wants_for(requires)
 
     def local_update(self, round: int, clients: np.ndarray, wants: frozenset[str]) -> Any:
-        update: Any = self.learner.local_update  # ``want``: learners of the learning issue
-        if wants and self.takes_want:
-            return update(round, clients, want=wants)
-        return update(round, clients)
+        return self.learner.local_update(round, clients, want=wants)
 
     def polled(self, round: int, clients: np.ndarray, signal: str) -> dict[str, np.ndarray]:
         """The answers of the polled ``clients`` as features: ``loss`` (k,), or
         ``update_vector`` (k, P) with ``update_scale`` (k,)."""
         if signal == "poll_loss":
-            losses = getattr(self.learner, "client_losses", None)
-            if losses is None or len(clients) == 0:
-                return {"loss": np.full(len(clients), np.nan)}
-            return {"loss": np.asarray(losses(clients), dtype=float)}
+            if len(clients) == 0:
+                return {"loss": np.full(0, np.nan)}
+            return {"loss": np.asarray(self.learner.client_losses(clients), dtype=float)}
         result = self.local_update(round, clients, frozenset({"update_vector"}))
         vectors = getattr(result, "update_vectors", None)
         if vectors is None:
