@@ -172,7 +172,8 @@ def _problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
             message = message.removeprefix(prefix)
         if item["type"] not in {"unknown_key", "missing"} and "input" in item:
             shown = repr(item["input"])
-            if len(shown) <= 40 and not isinstance(item["input"], dict | list):
+            short = len(shown) <= 40 and not isinstance(item["input"], dict | list)
+            if short and shown not in message:
                 message += f" (got {shown})"
         problems.append(Problem(".".join(parts) or None, message))
     return problems

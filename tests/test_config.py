@@ -115,6 +115,56 @@ def test_wrong_unit_dimension_is_refused(write_scenario, tiny):
     error = _error(write_scenario, tiny)
     assert error.problems[0].key == "fl.deadline_s"
     assert "wrong unit" in str(error)
+    # The value is quoted once, in the message (not a literal template, nor repeated).
+    assert error.problems[0].message == (
+        "wrong unit: '5 MHz' is a frequency, this key takes a time (in s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("5 parsecs", "unknown unit 'parsecs' in '5 parsecs'"),
+        ("five", "expected a number in s or a string such as '2.5 s', got 'five'"),
+    ],
+)
+def test_unreadable_quantities_quote_the_value(write_scenario, tiny, value, message):
+    tiny["fl"]["deadline_s"] = value
+    assert _error(write_scenario, tiny).problems[0].message == message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "hint"),
+    [
+        ("model_size_bits", "18 Mb", "write 'MB' for bytes or 'Mbit' for bits"),
+        ("model_size_bits", "500 kb", "write 'kB' for bytes or 'kbit' for bits"),
+        ("request_response_bits", "8 b", "write 'B' for bytes or 'bit' for bits"),
+    ],
+)
+def test_bit_or_byte_ambiguity_is_refused(write_scenario, tiny, key, value, hint):
+    """Networking writes b for bit and B for byte; the unit table is case-insensitive, so
+    without this check "18 Mb" would silently be read as 18 megabytes (8x too large)."""
+    tiny["fl"][key] = value
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == f"fl.{key}"
+    assert hint in str(error)
+
+
+def test_bytes_per_second_are_refused(write_scenario, tiny):
+    tiny["cell"] = {"backhaul": {"edge_cloud_capacity_bps": "10 MBps"}}
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "cell.backhaul.edge_cloud_capacity_bps"
+    assert "write bits per second ('Mbit/s')" in str(error)
+
+
+def test_unambiguous_bit_and_byte_units(write_scenario, tiny):
+    tiny["fl"]["model_size_bits"] = "18 Mbit"
+    tiny["fl"]["request_response_bits"] = "2 kB"
+    tiny["cell"] = {"backhaul": {"edge_cloud_capacity_bps": "10 Mbps"}}
+    scenario = load_scenario(write_scenario(tiny))
+    assert scenario.fl.model_size_bits == 18e6
+    assert scenario.fl.request_response_bits == 2 * 8e3  # a byte is 8 bits
+    assert scenario.cell.backhaul.edge_cloud_capacity_bps == 10e6
 
 
 def test_yaml_11_exponent_without_dot_is_a_number(write_scenario, tiny):

@@ -6,8 +6,9 @@ error that suggests the nearest known key (``did you mean 'rounds'?``).
 Quantities whose key carries a unit suffix (``deadline_s``, ``bandwidth_hz``,
 ``model_size_bits``) accept a plain number in that SI unit, or a string with an explicit
 unit that is converted (``"1.8 MHz"``, ``"18.3 MB"``, ``"500 ms"``). A string with a unit of
-the wrong dimension (``bandwidth_hz: "5 s"``) is refused. Note that YAML 1.1 reads ``1e6``
-(no dot) as a string; those are accepted as numbers too.
+the wrong dimension (``bandwidth_hz: "5 s"``) is refused, and so is one that could mean bits
+or bytes (``"18 Mb"``: write ``MB`` or ``Mbit``). Note that YAML 1.1 reads ``1e6`` (no dot)
+as a string; those are accepted as numbers too.
 """
 
 from __future__ import annotations
@@ -68,23 +69,26 @@ def _to_si(dimension: str) -> Any:
             if not match:
                 raise PydanticCustomError(
                     "quantity",
-                    "expected a number in {si} or a string such as '2.5 {si}', got {value!r}",
-                    {"si": _SI_NAME[dimension], "value": value},
+                    "expected a number in {si} or a string such as '2.5 {si}', got {value}",
+                    {"si": _SI_NAME[dimension], "value": repr(value)},
                 )
             number, unit = float(match.group(1)), match.group(2).lower()
             if not unit:
                 return number
+            _refuse_bit_byte_ambiguity(unit, match.group(2), value)
             if unit not in _UNITS:
                 raise PydanticCustomError(
-                    "quantity", "unknown unit {unit!r} in {value!r}", {"unit": unit, "value": value}
+                    "quantity",
+                    "unknown unit {unit} in {value}",
+                    {"unit": repr(unit), "value": repr(value)},
                 )
             unit_dimension, factor = _UNITS[unit]
             if unit_dimension != dimension:
                 raise PydanticCustomError(
                     "quantity",
-                    "wrong unit: {value!r} is a {got}, this key takes a {want} (in {si})",
+                    "wrong unit: {value} is a {got}, this key takes a {want} (in {si})",
                     {
-                        "value": value,
+                        "value": repr(value),
                         "got": unit_dimension,
                         "want": dimension,
                         "si": _SI_NAME[dimension],
@@ -94,6 +98,20 @@ def _to_si(dimension: str) -> Any:
         return value
 
     return BeforeValidator(convert)
+
+
+def _refuse_bit_byte_ambiguity(unit: str, written: str, value: str) -> None:
+    """``b`` is a bit and ``B`` a byte: refuse the spellings that the lower-cased unit
+    table would read with the other meaning (``Mb`` as megabytes, ``MBps`` as megabits/s)."""
+    if unit in {"b", "kb", "mb", "gb"} and written.endswith("b"):
+        hint = f"write '{written[:-1]}B' for bytes or '{written[:-1]}bit' for bits"
+    elif unit.endswith("bps") and "B" in written:
+        hint = f"bytes per second are not taken; write bits per second ('{written[:-3]}bit/s')"
+    else:
+        return
+    raise PydanticCustomError(
+        "quantity", "ambiguous unit in {value}: {hint}", {"value": repr(value), "hint": hint}
+    )
 
 
 def _finite(value: float) -> float:
