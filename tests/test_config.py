@@ -242,3 +242,31 @@ def test_every_problem_is_listed(write_scenario, tiny):
     error = _error(write_scenario, tiny)
     assert len(error.problems) == 2
     assert "(and 1 more" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("fl", "model_size_bits", ".inf"),  # the run would stall: no event ever ends
+        ("fl", "request_time_s", ".inf"),
+        ("fl", "deadline_s", ".nan"),
+        ("learning", "lr", ".inf"),
+        ("learning", "momentum", ".nan"),
+    ],
+)
+def test_infinite_and_nan_numbers_are_refused(write_scenario, tiny, section, key, value):
+    error = _error(write_scenario, tiny, [f"{section}.{key}={value}"])
+    assert error.problems[0].key == f"{section}.{key}"
+    assert "finite number" in str(error)
+
+
+def test_infinite_numbers_inside_distributions(write_scenario, tiny):
+    group = tiny["devices"]["groups"][0]
+    group["compute_sps"] = {"dist": "uniform", "low": 1, "high": float("inf")}
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == "devices.groups.0.compute_sps.high"
+    assert "finite number" in str(error)
+    # A truncated normal may be truncated on one side only.
+    group["compute_sps"] = {"dist": "truncnormal", "mean": 50, "std": 20, "low": 10}
+    scenario = load_scenario(write_scenario(tiny), ["devices.groups.0.compute_sps.high=.inf"])
+    assert scenario.devices.groups[0].compute_sps.high == float("inf")

@@ -14,7 +14,6 @@ as a string; those are accepted as numbers too.
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from typing import Annotated, Any, ClassVar
 
@@ -114,14 +113,6 @@ def _refuse_bit_byte_ambiguity(unit: str, written: str, value: str) -> None:
     )
 
 
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-_Finite = BeforeValidator(lambda v: _finite(float(v)) if isinstance(v, int | float) else v)
-
 Seconds = Annotated[float, _to_si("time"), Field(ge=0)]
 PositiveSeconds = Annotated[float, _to_si("time"), Field(gt=0)]
 Hertz = Annotated[float, _to_si("frequency"), Field(gt=0)]
@@ -133,8 +124,8 @@ PositiveMeters = Annotated[float, _to_si("length"), Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveFloat = Annotated[float, _Finite, Field(gt=0)]
-NonNegativeFloat = Annotated[float, _Finite, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 
 def suggest(key: str, known: list[str]) -> str:
@@ -148,9 +139,16 @@ def suggest(key: str, known: list[str]) -> str:
 
 
 class StrictModel(BaseModel):
-    """Frozen config model; unknown keys are errors with a suggestion."""
+    """Frozen config model; unknown keys are errors with a suggestion.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    Every number must be finite (YAML's ``.inf`` and ``.nan`` are refused at load: an
+    infinite size or duration would otherwise stall or crash the run); a field that means
+    something by infinity opts in with ``Field(allow_inf_nan=True)``.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False
+    )
 
     #: Keys allowed in the input besides the fields (e.g. a union's discriminator).
     extra_input_keys: ClassVar[frozenset[str]] = frozenset()
