@@ -159,3 +159,15 @@ def test_console_script_runs_the_default_scenario(tmp_path):
     assert "round 2/2" in proc.stderr
     assert Path(proc.stdout.strip()) == out
     assert json.loads((out / "summary.json").read_text())["name"] == "quickstart"
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_debug_shows_the_traceback_before_or_after_the_command(tmp_path, capsys, before):
+    """`netfl --debug CMD` (as --help shows it) and `netfl CMD --debug` both work."""
+    missing = str(tmp_path / "missing.yaml")
+    args = ["--debug", "simulate", missing] if before else ["simulate", missing, "--debug"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "no such file" in err
+    assert main(["simulate", missing]) == 2
+    assert "Traceback" not in capsys.readouterr().err

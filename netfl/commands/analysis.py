@@ -15,7 +15,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     report.add_argument("run_dir", help="a run directory written by netfl simulate")
     report.add_argument("--out", help="report folder (default: RUN_DIR/report)")
     report.add_argument("--force", action="store_true", help="replace an existing report folder")
-    report.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     report.set_defaults(handler=_report)
 
     comp = sub.add_parser(
@@ -30,7 +29,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--target", type=float, help="target accuracy (default: the runs' learning.target_accuracy)"
     )
     comp.add_argument("--force", action="store_true", help="replace an existing report folder")
-    comp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     comp.set_defaults(handler=_compare)
 
 

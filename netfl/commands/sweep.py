@@ -38,7 +38,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     sweep.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress display")
-    sweep.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sweep.set_defaults(handler=_sweep)
 
 
