@@ -236,6 +236,18 @@ def test_unknown_dataset(write_scenario, tiny):
     assert error.problems[0].key == "learning.dataset"
 
 
+@pytest.mark.parametrize("key", ["dataset", "model"])
+def test_own_dataset_or_model_must_import(write_scenario, tiny, key):
+    """A ``package.module:name`` that does not import is bad input found at load (exit 2),
+    not a run that fails once training starts (exit 1)."""
+    tiny["learning"][key] = "no_such_package.loaders:thing"
+    error = _error(write_scenario, tiny)
+    assert error.problems[0].key == f"learning.{key}"
+    assert "cannot import module 'no_such_package.loaders'" in str(error)
+    tiny["learning"][key] = "tests.test_config:nothing_here"
+    assert "has no attribute 'nothing_here'" in str(_error(write_scenario, tiny))
+
+
 def test_every_problem_is_listed(write_scenario, tiny):
     tiny["fl"]["rounds"] = 0
     tiny["fl"]["deadline_s"] = -1
