@@ -171,3 +171,21 @@ def test_debug_shows_the_traceback_before_or_after_the_command(tmp_path, capsys,
     assert "Traceback" in err and "no such file" in err
     assert main(["simulate", missing]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["sweep", "s.yaml", "--jobs", "0"], "--jobs: runs in parallel: at least 1, got 0"),
+        (["sweep", "s.yaml", "--gpu-fraction", "1.5"], "a GPU fraction is in (0, 1]"),
+        (["compare", "run", "--target", "90"], "--target: an accuracy is in [0, 1], got 90"),
+    ],
+)
+def test_bad_command_line_values_exit_2(tmp_path, monkeypatch, capsys, args, message):
+    """Refused by the parser (no silent fallback to one job, no target never reached)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
