@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +74,12 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
     return data
 
 
-def _positions(text: str) -> dict[tuple[str, ...], tuple[int, int]]:
-    """Map each key path of a YAML document to the (line, column) where it is written."""
+def key_positions(text: str) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Map each key path of a YAML document to the (line, column) where it is written.
+
+    List items are keyed by their index as a string (``("devices", "groups", "0")``);
+    text that is not valid YAML gives an empty map.
+    """
     positions: dict[tuple[str, ...], tuple[int, int]] = {}
     try:
         root = yaml.compose(text)
@@ -161,7 +165,8 @@ def _clean_loc(loc: Iterable[int | str], data: Any) -> list[str]:
     return parts
 
 
-def _problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
+def validation_problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
+    """One :class:`Problem` per pydantic error, keyed like the input ``data`` (dotted)."""
     problems = []
     for item in error.errors(include_url=False):
         parts = _clean_loc(item["loc"], data)
@@ -179,12 +184,15 @@ def _problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _locate(
+def locate_problems(
     problems: list[Problem],
     positions: dict[tuple[str, ...], tuple[int, int]],
-    overrides: dict[str, str],
+    overrides: Mapping[str, str] | None = None,
 ) -> tuple[list[Problem], str | None]:
-    """Attach line/column for file keys; return the override expression a problem came from."""
+    """Attach the line and column of each problem's key (or of its nearest written parent)
+    from ``positions`` (:func:`key_positions`); ``overrides`` maps dotted keys set by
+    ``--set`` to their expression. Returns the problems and the first override one came
+    from (its source), or None."""
     located = []
     from_override = None
     for problem in problems:
@@ -192,7 +200,7 @@ def _locate(
         source = next(
             (
                 expr
-                for prefix, expr in overrides.items()
+                for prefix, expr in (overrides or {}).items()
                 if key == prefix or key.startswith(prefix + ".") or prefix.startswith(key + ".")
             ),
             None,
@@ -238,7 +246,7 @@ def load_scenario(
         data,
         source=source,
         overrides=overrides,
-        positions=_positions(text),
+        positions=key_positions(text),
         check_registry=check_registry,
     )
 
@@ -262,7 +270,7 @@ def scenario_from_data(
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        problems, override = _locate(_problems(exc, data), positions, applied)
+        problems, override = locate_problems(validation_problems(exc, data), positions, applied)
         raise ScenarioError(problems, override or source) from None
     problems = cross_checks(scenario)
     if check_registry:
@@ -270,7 +278,7 @@ def scenario_from_data(
 
         problems += registry_checks(scenario)
     if problems:
-        problems, override = _locate(problems, positions, applied)
+        problems, override = locate_problems(problems, positions, applied)
         raise ScenarioError(problems, override or source)
     return scenario
 
@@ -283,3 +291,8 @@ def dump_scenario(scenario: Scenario) -> str:
     )
     body = yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False, width=100)
     return header + body
+
+
+# The former private names, still imported by netfl.sweep.spec; remove once it imports
+# key_positions, validation_problems and locate_problems.
+_positions, _problems, _locate = key_positions, validation_problems, locate_problems
