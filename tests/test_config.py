@@ -295,3 +295,28 @@ def test_infinite_numbers_inside_distributions(write_scenario, tiny):
     group["compute_sps"] = {"dist": "truncnormal", "mean": 50, "std": 20, "low": 10}
     scenario = load_scenario(write_scenario(tiny), ["devices.groups.0.compute_sps.high=.inf"])
     assert scenario.devices.groups[0].compute_sps.high == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1], "valid number"),  # was a TypeError from the radius derivation (exit 1)
+        ({"a": 1}, "valid number"),
+        ("5 s", "wrong unit: '5 s' is a time"),
+        (-3, "greater than 0"),  # not a radius error about -3 / sqrt(3)
+        (True, "got a boolean"),
+    ],
+)
+def test_bad_inter_site_distance_is_reported_under_its_key(write_scenario, tiny, value, message):
+    tiny["cell"] = {"inter_site_distance_m": value}
+    error = _error(write_scenario, tiny)
+    assert [p.key for p in error.problems] == ["cell.inter_site_distance_m"]
+    assert message in str(error)
+
+
+def test_min_distance_must_stay_inside_the_inradius(write_scenario, tiny):
+    # inradius of a hexagon = R sqrt(3)/2 = 866.03 m for R = 1000 m
+    tiny["cell"] = {"radius_m": 1000, "min_distance_m": 866.0}
+    assert load_scenario(write_scenario(tiny)).cell.min_distance_m == 866.0
+    tiny["cell"]["min_distance_m"] = 866.1
+    assert "inradius (866.025 m)" in str(_error(write_scenario, tiny))

@@ -57,46 +57,52 @@ _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Z
 _SI_NAME = {"time": "s", "frequency": "Hz", "size": "bit", "rate": "bit/s", "length": "m"}
 
 
-def _to_si(dimension: str) -> Any:
-    def convert(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise PydanticCustomError("quantity", "expected a number, got a boolean")
-        if isinstance(value, int | float):
-            return float(value)
-        if isinstance(value, str):
-            match = _QUANTITY.match(value)
-            if not match:
-                raise PydanticCustomError(
-                    "quantity",
-                    "expected a number in {si} or a string such as '2.5 {si}', got {value}",
-                    {"si": _SI_NAME[dimension], "value": repr(value)},
-                )
-            number, unit = float(match.group(1)), match.group(2).lower()
-            if not unit:
-                return number
-            _refuse_bit_byte_ambiguity(unit, match.group(2), value)
-            if unit not in _UNITS:
-                raise PydanticCustomError(
-                    "quantity",
-                    "unknown unit {unit} in {value}",
-                    {"unit": repr(unit), "value": repr(value)},
-                )
-            unit_dimension, factor = _UNITS[unit]
-            if unit_dimension != dimension:
-                raise PydanticCustomError(
-                    "quantity",
-                    "wrong unit: {value} is a {got}, this key takes a {want} (in {si})",
-                    {
-                        "value": repr(value),
-                        "got": unit_dimension,
-                        "want": dimension,
-                        "si": _SI_NAME[dimension],
-                    },
-                )
-            return number * factor
-        return value
+def to_si(value: Any, dimension: str) -> Any:
+    """A number, or a string with a unit of ``dimension`` (``"2 km"``), as a float in SI
+    units; any other type is returned as is (for the field's own type check).
 
-    return BeforeValidator(convert)
+    Raises ``PydanticCustomError`` for an unreadable string or a unit of another dimension.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("quantity", "expected a number, got a boolean")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _QUANTITY.match(value)
+        if not match:
+            raise PydanticCustomError(
+                "quantity",
+                "expected a number in {si} or a string such as '2.5 {si}', got {value}",
+                {"si": _SI_NAME[dimension], "value": repr(value)},
+            )
+        number, unit = float(match.group(1)), match.group(2).lower()
+        if not unit:
+            return number
+        _refuse_bit_byte_ambiguity(unit, match.group(2), value)
+        if unit not in _UNITS:
+            raise PydanticCustomError(
+                "quantity",
+                "unknown unit {unit} in {value}",
+                {"unit": repr(unit), "value": repr(value)},
+            )
+        unit_dimension, factor = _UNITS[unit]
+        if unit_dimension != dimension:
+            raise PydanticCustomError(
+                "quantity",
+                "wrong unit: {value} is a {got}, this key takes a {want} (in {si})",
+                {
+                    "value": repr(value),
+                    "got": unit_dimension,
+                    "want": dimension,
+                    "si": _SI_NAME[dimension],
+                },
+            )
+        return number * factor
+    return value
+
+
+def _to_si(dimension: str) -> Any:
+    return BeforeValidator(lambda value: to_si(value, dimension))
 
 
 def _refuse_bit_byte_ambiguity(unit: str, written: str, value: str) -> None:
