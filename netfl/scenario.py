@@ -105,16 +105,19 @@ def key_positions(text: str) -> dict[tuple[str, ...], tuple[int, int]]:
 
 def parse_override(expression: str) -> tuple[list[str], Any]:
     """Split ``a.b.c=value`` into the key path and the YAML-parsed value."""
+    source = f"--set {expression}"
     key, sep, raw = expression.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ScenarioError.single(
-            None, "an override is KEY=VALUE with a dotted key, e.g. fl.rounds=10", expression
+            None, "an override is KEY=VALUE with a dotted key, e.g. fl.rounds=10", source
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
-        raise ScenarioError.single(key, f"value is not valid YAML: {exc}", expression) from exc
+        # str(exc) spans several lines; the problem alone is one.
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScenarioError.single(key, f"value is not valid YAML: {reason}", source) from exc
     return key.split("."), value
 
 

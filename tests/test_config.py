@@ -223,8 +223,25 @@ def test_bad_override_names_the_override(write_scenario, tiny):
 
 
 def test_malformed_override():
-    with pytest.raises(ScenarioError, match="KEY=VALUE"):
+    with pytest.raises(ScenarioError, match="KEY=VALUE") as info:
         scenario_from_data({}, overrides=["fl.rounds"])
+    assert info.value.source == "--set fl.rounds"
+
+
+def test_override_with_bad_yaml_is_one_line():
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_data({}, overrides=["fl.rounds=[1"])
+    assert str(info.value) == (
+        "--set fl.rounds=[1: fl.rounds: value is not valid YAML:"
+        " expected ',' or ']', but got '<stream end>'"
+    )
+
+
+@pytest.mark.parametrize("text", ["off", "false", "none", "'off'", "null"])
+def test_learning_off_in_any_yaml_spelling(text):
+    """YAML 1.1 reads an unquoted `off` as False, which meant 'not a section'."""
+    overrides = [f"learning={text}", "fl.model_size_bits=1e6", "devices.groups=[{n_samples: 50}]"]
+    assert scenario_from_data({}, overrides=overrides).learning is None
 
 
 def test_unknown_strategy_lists_registered(write_scenario, tiny):
