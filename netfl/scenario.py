@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,30 @@ def resolve_source(spec: str | None) -> tuple[str, str]:
     )
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last,
+    so a second ``fl:`` block would silently replace the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # keys merged in with << may be overridden
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # SafeLoader reports an unhashable key itself
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is written twice here", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_yaml(text: str, source: str) -> dict[str, Any]:
-    """Parse YAML safely; syntax errors report line and column."""
+    """Parse YAML safely; syntax errors (and a key written twice) report line and column."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         message = f"malformed YAML: {exc.problem or exc}"

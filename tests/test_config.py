@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from netfl.config import Scenario
 from netfl.errors import ScenarioError
@@ -337,3 +338,13 @@ def test_min_distance_must_stay_inside_the_inradius(write_scenario, tiny):
     assert load_scenario(write_scenario(tiny)).cell.min_distance_m == 866.0
     tiny["cell"]["min_distance_m"] = 866.1
     assert "inradius (866.025 m)" in str(_error(write_scenario, tiny))
+
+
+def test_a_key_written_twice_is_refused(write_scenario, tiny):
+    """PyYAML keeps the last of two equal keys: the first fl block would be dropped."""
+    error = _error(write_scenario, "fl:\n  rounds: 3\nseed: 1\nfl:\n  deadline_s: 5\n")
+    assert (error.problems[0].line, error.problems[0].column) == (4, 1)
+    assert "key 'fl' is written twice" in str(error)
+    # A key merged in with << may still be overridden.
+    text = yaml.safe_dump(tiny) + "output:\n  <<: {root: a}\n  root: b\n"
+    assert load_scenario(write_scenario(text)).output.root == "b"
