@@ -56,7 +56,7 @@ def test_simulate_writes_the_run_directory(write_scenario, tiny, tmp_path, capsy
     clients = pd.read_parquet(out / "clients.parquet")
     assert list(clients.columns)[: len(CLIENT_COLUMNS)] == list(CLIENT_COLUMNS)
     assert len(clients) == 6
-    assert clients["n_selected"].sum() == 9
+    assert clients["n_selected"].sum() == 9  # 3 rounds x clients_per_round 3
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "completed"
