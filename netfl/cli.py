@@ -63,7 +63,6 @@ def _parser() -> argparse.ArgumentParser:
         help="continue an interrupted or failed run from its checkpoint (fl.checkpoint_every)",
     )
     sim.add_argument("--quiet", action="store_true", help="no progress display")
-    sim.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     val = sub.add_parser("validate", help="check a scenario file and list every problem")
     val.add_argument("scenario", help="scenario YAML file or built-in name")
@@ -74,7 +73,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the resolved scenario (every default filled in)",
     )
-    val.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     lst = sub.add_parser("list", help="list strategies, channel models, datasets, models")
     lst.add_argument(
@@ -83,11 +81,16 @@ def _parser() -> argparse.ArgumentParser:
         choices=["strategies", "channel-models", "datasets", "models", "scenarios"],
         help="only this kind",
     )
-    lst.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     from netfl.commands import add_parsers  # report, compare, sweep
 
     add_parsers(sub)
+    for command in sub.choices.values():
+        # --debug is also taken after the command. SUPPRESS: a command's own default
+        # would overwrite a `netfl --debug COMMAND` given before it.
+        command.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     return parser
 
 

@@ -111,25 +111,31 @@ def models() -> Registry:
     return Registry("model", MODELS)
 
 
+def _named_problems(
+    key: str, registry: Registry, name: str, *, load: bool = False
+) -> tuple[Any, list[Problem]]:
+    """``(object, [])`` if ``name`` is registered (loaded with ``load``) or is a
+    ``package.module:attribute`` that imports; ``(None, [problem])`` otherwise."""
+    if name not in registry:
+        return None, [Problem(key, registry.unknown_message(name))]
+    if not load and ":" not in name:
+        return None, []
+    try:
+        return registry.load(name), []
+    except ValueError as exc:
+        return None, [Problem(key, str(exc))]
+
+
 def registry_checks(scenario: Scenario) -> list[Problem]:
     """Check the scenario's named components exist and the strategy takes its params."""
     from netfl.selection.base import strategy_params_problems
 
-    problems: list[Problem] = []
-    registry = strategies()
-    name = scenario.selection.name
-    if name not in registry:
-        problems.append(Problem("selection.name", registry.unknown_message(name)))
-    else:
-        try:
-            cls = registry.load(name)
-        except (ValueError, KeyError) as exc:
-            problems.append(Problem("selection.name", str(exc)))
-        else:
-            problems += strategy_params_problems(cls, scenario.selection.params, scenario)
+    cls, problems = _named_problems(
+        "selection.name", strategies(), scenario.selection.name, load=True
+    )
+    if cls is not None:
+        problems += strategy_params_problems(cls, scenario.selection.params, scenario)
     if scenario.learning is not None:
-        for key, reg in (("learning.dataset", datasets()), ("learning.model", models())):
-            value = getattr(scenario.learning, key.split(".")[1])
-            if value not in reg:
-                problems.append(Problem(key, reg.unknown_message(value)))
+        problems += _named_problems("learning.dataset", datasets(), scenario.learning.dataset)[1]
+        problems += _named_problems("learning.model", models(), scenario.learning.model)[1]
     return problems

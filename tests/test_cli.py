@@ -56,7 +56,7 @@ def test_simulate_writes_the_run_directory(write_scenario, tiny, tmp_path, capsy
     clients = pd.read_parquet(out / "clients.parquet")
     assert list(clients.columns)[: len(CLIENT_COLUMNS)] == list(CLIENT_COLUMNS)
     assert len(clients) == 6
-    assert clients["n_selected"].sum() == 9
+    assert clients["n_selected"].sum() == 9  # 3 rounds x clients_per_round 3
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "completed"
@@ -159,3 +159,33 @@ def test_console_script_runs_the_default_scenario(tmp_path):
     assert "round 2/2" in proc.stderr
     assert Path(proc.stdout.strip()) == out
     assert json.loads((out / "summary.json").read_text())["name"] == "quickstart"
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_debug_shows_the_traceback_before_or_after_the_command(tmp_path, capsys, before):
+    """`netfl --debug CMD` (as --help shows it) and `netfl CMD --debug` both work."""
+    missing = str(tmp_path / "missing.yaml")
+    args = ["--debug", "simulate", missing] if before else ["simulate", missing, "--debug"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "no such file" in err
+    assert main(["simulate", missing]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["sweep", "s.yaml", "--jobs", "0"], "--jobs: runs in parallel: at least 1, got 0"),
+        (["sweep", "s.yaml", "--gpu-fraction", "1.5"], "a GPU fraction is in (0, 1]"),
+        (["compare", "run", "--target", "90"], "--target: an accuracy is in [0, 1], got 90"),
+    ],
+)
+def test_bad_command_line_values_exit_2(tmp_path, monkeypatch, capsys, args, message):
+    """Refused by the parser (no silent fallback to one job, no target never reached)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

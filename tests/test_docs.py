@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from netfl.config.docs import render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +42,57 @@ def _models(annotation):
             if isinstance(a, type) and issubclass(a, BaseModel):
                 out.append(a)
     return out
+
+
+def _rows(markdown: str, heading: str) -> dict[str, list[str]]:
+    """The table under ``## heading``: key -> its cells (type, unit, default, description)."""
+    section = markdown.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def test_nested_defaults_are_the_parents_defaults():
+    """radio.downlink is a LinkConfig, but its defaults are the downlink's (BS power and
+    noise figure), not LinkConfig's uplink values."""
+    from netfl.config.radio import LinkConfig, LteRadioConfig
+
+    downlink, uplink = LteRadioConfig().downlink, LinkConfig()
+    assert downlink.tx_power_dbm != uplink.tx_power_dbm  # else this test shows nothing
+    text = render()
+    down = _rows(text, "`radio.downlink`")
+    up = _rows(text, "`radio.uplink`")
+    assert down["tx_power_dbm"][2] == f"`{downlink.tx_power_dbm}`"
+    assert down["noise_figure_db"][2] == f"`{downlink.noise_figure_db}`"
+    assert up["tx_power_dbm"][2] == f"`{uplink.tx_power_dbm}`"
+
+
+def test_headings_name_the_variant_and_are_unique():
+    text = render()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert len(headings) == len(set(headings))
+    assert "## `radio` (model: `lte`)" in headings
+    assert "## `radio` (model: `fixed`)" in headings
+    # partition has one section whose kind takes several values: no variant in its title
+    assert "## `learning.partition`" in headings
+
+
+def test_a_variant_tag_is_required_exactly_where_the_loader_needs_it():
+    """The default column of a union's tag says *required* where a mapping without the tag
+    is refused, and shows the value where the loader picks that variant on its own."""
+    from netfl.errors import ScenarioError
+    from netfl.scenario import scenario_from_data
+
+    text = render()
+    assert _rows(text, "`radio` (model: `lte`)")["model"][2] == '`"lte"`'
+    assert _rows(text, "`radio` (model: `fixed`)")["model"][2] == "required"
+    assert scenario_from_data({"radio": {}}).radio.model == "lte"
+    kind = _rows(text, "`radio.rate_mapping` (kind: `shannon`)")["kind"]
+    assert kind[2] == "required"
+    with pytest.raises(ScenarioError):
+        scenario_from_data({"radio": {"rate_mapping": {}}})
+    # The section's own default names the variant in force.
+    assert _rows(text, "`radio` (model: `lte`)")["rate_mapping"][2] == "`kind: shannon_with_loss`"

@@ -23,6 +23,8 @@ def test_draws_follow_the_truncated_normal(eta):
     assert draws.min() >= 50.0 - sigma and draws.max() <= 50.0 + sigma
     # Moments of N(mu, sigma) truncated to [mu - sigma, mu + sigma].
     ref = stats.truncnorm(-1, 1, loc=50.0, scale=sigma)
+    # Four standard errors of the mean; the sample std's relative standard error is about
+    # 1/sqrt(2n) = 0.5% (a truncated normal is light-tailed), so 3% is about six of them.
     assert draws.mean() == pytest.approx(ref.mean(), abs=4 * ref.std() / np.sqrt(20000))
     assert draws.std() == pytest.approx(ref.std(), rel=0.03)
 

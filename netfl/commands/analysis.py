@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK = 0
+from netfl.cli import EXIT_OK
+
+
+def _accuracy(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"an accuracy is in [0, 1], got {text}")
+    return value
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -15,7 +22,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     report.add_argument("run_dir", help="a run directory written by netfl simulate")
     report.add_argument("--out", help="report folder (default: RUN_DIR/report)")
     report.add_argument("--force", action="store_true", help="replace an existing report folder")
-    report.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     report.set_defaults(handler=_report)
 
     comp = sub.add_parser(
@@ -27,10 +33,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     comp.add_argument("--out", help="report folder (default: compare-<UTC time>)")
     comp.add_argument(
-        "--target", type=float, help="target accuracy (default: the runs' learning.target_accuracy)"
+        "--target",
+        type=_accuracy,
+        help="target accuracy in [0, 1] (default: the runs' learning.target_accuracy)",
     )
     comp.add_argument("--force", action="store_true", help="replace an existing report folder")
-    comp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     comp.set_defaults(handler=_compare)
 
 

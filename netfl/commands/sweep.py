@@ -5,13 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from netfl.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"a GPU fraction is in (0, 1], got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"runs in parallel: at least 1, got {text}")
     return value
 
 
@@ -23,7 +30,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sweep.add_argument("--out", help="sweep directory (default: sweeps/<sweep name>)")
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument(
-        "--jobs", type=int, default=1, help="local backend: runs in parallel (default 1)"
+        "--jobs", type=_positive, default=1, help="local backend: runs in parallel (default 1)"
     )
     sweep.add_argument(
         "--address",
@@ -38,7 +45,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     sweep.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress display")
-    sweep.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     sweep.set_defaults(handler=_sweep)
 
 

@@ -6,14 +6,14 @@ error that suggests the nearest known key (``did you mean 'rounds'?``).
 Quantities whose key carries a unit suffix (``deadline_s``, ``bandwidth_hz``,
 ``model_size_bits``) accept a plain number in that SI unit, or a string with an explicit
 unit that is converted (``"1.8 MHz"``, ``"18.3 MB"``, ``"500 ms"``). A string with a unit of
-the wrong dimension (``bandwidth_hz: "5 s"``) is refused. Note that YAML 1.1 reads ``1e6``
-(no dot) as a string; those are accepted as numbers too.
+the wrong dimension (``bandwidth_hz: "5 s"``) is refused, and so is one that could mean bits
+or bytes (``"18 Mb"``: write ``MB`` or ``Mbit``). Note that YAML 1.1 reads ``1e6`` (no dot)
+as a string; those are accepted as numbers too.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from typing import Annotated, Any, ClassVar
 
@@ -57,52 +57,67 @@ _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Z
 _SI_NAME = {"time": "s", "frequency": "Hz", "size": "bit", "rate": "bit/s", "length": "m"}
 
 
-def _to_si(dimension: str) -> Any:
-    def convert(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise PydanticCustomError("quantity", "expected a number, got a boolean")
-        if isinstance(value, int | float):
-            return float(value)
-        if isinstance(value, str):
-            match = _QUANTITY.match(value)
-            if not match:
-                raise PydanticCustomError(
-                    "quantity",
-                    "expected a number in {si} or a string such as '2.5 {si}', got {value!r}",
-                    {"si": _SI_NAME[dimension], "value": value},
-                )
-            number, unit = float(match.group(1)), match.group(2).lower()
-            if not unit:
-                return number
-            if unit not in _UNITS:
-                raise PydanticCustomError(
-                    "quantity", "unknown unit {unit!r} in {value!r}", {"unit": unit, "value": value}
-                )
-            unit_dimension, factor = _UNITS[unit]
-            if unit_dimension != dimension:
-                raise PydanticCustomError(
-                    "quantity",
-                    "wrong unit: {value!r} is a {got}, this key takes a {want} (in {si})",
-                    {
-                        "value": value,
-                        "got": unit_dimension,
-                        "want": dimension,
-                        "si": _SI_NAME[dimension],
-                    },
-                )
-            return number * factor
-        return value
+def to_si(value: Any, dimension: str) -> Any:
+    """A number, or a string with a unit of ``dimension`` (``"2 km"``), as a float in SI
+    units; any other type is returned as is (for the field's own type check).
 
-    return BeforeValidator(convert)
-
-
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
+    Raises ``PydanticCustomError`` for an unreadable string or a unit of another dimension.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("quantity", "expected a number, got a boolean")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _QUANTITY.match(value)
+        if not match:
+            raise PydanticCustomError(
+                "quantity",
+                "expected a number in {si} or a string such as '2.5 {si}', got {value}",
+                {"si": _SI_NAME[dimension], "value": repr(value)},
+            )
+        number, unit = float(match.group(1)), match.group(2).lower()
+        if not unit:
+            return number
+        _refuse_bit_byte_ambiguity(unit, match.group(2), value)
+        if unit not in _UNITS:
+            raise PydanticCustomError(
+                "quantity",
+                "unknown unit {unit} in {value}",
+                {"unit": repr(unit), "value": repr(value)},
+            )
+        unit_dimension, factor = _UNITS[unit]
+        if unit_dimension != dimension:
+            raise PydanticCustomError(
+                "quantity",
+                "wrong unit: {value} is a {got}, this key takes a {want} (in {si})",
+                {
+                    "value": repr(value),
+                    "got": unit_dimension,
+                    "want": dimension,
+                    "si": _SI_NAME[dimension],
+                },
+            )
+        return number * factor
     return value
 
 
-_Finite = BeforeValidator(lambda v: _finite(float(v)) if isinstance(v, int | float) else v)
+def _to_si(dimension: str) -> Any:
+    return BeforeValidator(lambda value: to_si(value, dimension))
+
+
+def _refuse_bit_byte_ambiguity(unit: str, written: str, value: str) -> None:
+    """``b`` is a bit and ``B`` a byte: refuse the spellings that the lower-cased unit
+    table would read with the other meaning (``Mb`` as megabytes, ``MBps`` as megabits/s)."""
+    if unit in {"b", "kb", "mb", "gb"} and written.endswith("b"):
+        hint = f"write '{written[:-1]}B' for bytes or '{written[:-1]}bit' for bits"
+    elif unit.endswith("bps") and "B" in written:
+        hint = f"bytes per second are not taken; write bits per second ('{written[:-3]}bit/s')"
+    else:
+        return
+    raise PydanticCustomError(
+        "quantity", "ambiguous unit in {value}: {hint}", {"value": repr(value), "hint": hint}
+    )
+
 
 Seconds = Annotated[float, _to_si("time"), Field(ge=0)]
 PositiveSeconds = Annotated[float, _to_si("time"), Field(gt=0)]
@@ -115,8 +130,8 @@ PositiveMeters = Annotated[float, _to_si("length"), Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveFloat = Annotated[float, _Finite, Field(gt=0)]
-NonNegativeFloat = Annotated[float, _Finite, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 
 def suggest(key: str, known: list[str]) -> str:
@@ -130,9 +145,16 @@ def suggest(key: str, known: list[str]) -> str:
 
 
 class StrictModel(BaseModel):
-    """Frozen config model; unknown keys are errors with a suggestion."""
+    """Frozen config model; unknown keys are errors with a suggestion.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    Every number must be finite (YAML's ``.inf`` and ``.nan`` are refused at load: an
+    infinite size or duration would otherwise stall or crash the run); a field that means
+    something by infinity opts in with ``Field(allow_inf_nan=True)``.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False
+    )
 
     #: Keys allowed in the input besides the fields (e.g. a union's discriminator).
     extra_input_keys: ClassVar[frozenset[str]] = frozenset()

@@ -6,6 +6,7 @@ import math
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from netfl.config.base import (
     BitsPerSecond,
@@ -14,6 +15,7 @@ from netfl.config.base import (
     PositiveMeters,
     Seconds,
     StrictModel,
+    to_si,
 )
 
 SQRT3 = math.sqrt(3.0)
@@ -93,9 +95,14 @@ class CellConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _radius_from_isd(cls, data: Any) -> Any:
-        isd = data.get("inter_site_distance_m") if isinstance(data, dict) else None
-        if isd is not None and data.get("radius_m") is None:
-            data = {**data, "radius_m": _number(isd) / SQRT3}
+        if not isinstance(data, dict) or data.get("radius_m") is not None:
+            return data
+        try:
+            isd = to_si(data.get("inter_site_distance_m"), "length")  # may be "1 km"
+        except PydanticCustomError:
+            return data  # the field reports it, under its own key
+        if isinstance(isd, float) and isd > 0:
+            data = {**data, "radius_m": isd / SQRT3}
         return data
 
     @model_validator(mode="after")
@@ -106,19 +113,10 @@ class CellConfig(StrictModel):
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
             )
-        if self.min_distance_m >= self.radius_m * 0.866:
+        inradius = self.radius_m * SQRT3 / 2
+        if self.min_distance_m >= inradius:
             raise ValueError(
                 f"min_distance_m ({self.min_distance_m:g}) must be below the hexagon's"
-                f" inradius ({self.radius_m * 0.866:g} m)"
+                f" inradius ({inradius:g} m)"
             )
         return self
-
-
-def _number(value: Any) -> Any:
-    """ISD may be a unit string ("1 km"); convert it the way the field will."""
-    if isinstance(value, str):
-        from netfl.config.base import _to_si
-
-        validator = _to_si("length")
-        return float(validator.func(value))
-    return value

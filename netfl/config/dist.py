@@ -83,8 +83,10 @@ class TruncNormal(_Dist):
     dist: Literal["truncnormal"]
     mean: float = Field(description="Mean of the untruncated normal.")
     std: PositiveFloat = Field(description="Standard deviation of the untruncated normal.")
-    low: float = Field(description="Lower truncation point.")
-    high: float = Field(description="Upper truncation point (> low).")
+    low: float = Field(allow_inf_nan=True, description="Lower truncation point (may be -.inf).")
+    high: float = Field(
+        allow_inf_nan=True, description="Upper truncation point (> low; may be .inf)."
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> TruncNormal:

@@ -10,7 +10,7 @@ import types
 import typing
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -82,20 +82,51 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def _default(field: FieldInfo) -> str:
+def _field_default(field: FieldInfo) -> Any:
+    """The field's default value (``PydanticUndefined`` when it is required)."""
     if field.default_factory is not None:
-        value = field.default_factory()  # type: ignore[call-arg]
-    elif field.default is PydanticUndefined:
+        return field.default_factory()  # type: ignore[call-arg]
+    return field.default
+
+
+def _show(value: Any) -> str:
+    if value is PydanticUndefined:
         return "required"
-    else:
-        value = field.default
     if isinstance(value, BaseModel):
         if isinstance(value, _DISTS):
             return f"`{json.dumps(value.model_dump(mode='json'))}`"
-        return "(section)"
+        tag = _tag(type(value))
+        return f"`{tag[0]}: {tag[1]}`" if tag else "(section)"
     if isinstance(value, list) and value and isinstance(value[0], BaseModel):
         return "(see below)"
     return f"`{json.dumps(value)}`"
+
+
+def _tag(model: type[BaseModel]) -> tuple[str, str] | None:
+    """``(key, value)`` that picks ``model`` in a tagged union: its one-value Literal field."""
+    for name, field in model.model_fields.items():
+        values = get_args(field.annotation)
+        if get_origin(field.annotation) is typing.Literal and len(values) == 1:
+            return name, values[0]
+    return None
+
+
+def _default_of(sub: type[BaseModel], value: Any) -> BaseModel | None:
+    """``value`` when it is a ``sub`` (its keys' defaults are then the value's)."""
+    return value if type(value) is sub else None
+
+
+def _tag_required(parent: type[BaseModel], name: str, sub: type[BaseModel]) -> bool:
+    """Whether ``parent.name`` written as a mapping for the variant ``sub`` must name its
+    tag: it must unless an empty mapping gives a ``sub`` (``radio`` without ``model`` is
+    lte). Asked of the parent model itself, whose validators decide."""
+    if _tag(sub) is None:
+        return False
+    try:
+        picked = getattr(parent.model_validate({name: {}}), name)
+    except ValidationError:
+        return True
+    return type(picked) is not sub
 
 
 def _unit(name: str) -> str:
@@ -117,30 +148,43 @@ def _sub_models(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def _section(model: type[BaseModel], path: str, lines: list[str]) -> None:
+def _section(
+    model: type[BaseModel],
+    path: str,
+    lines: list[str],
+    defaults: BaseModel | None = None,
+    tag_required: bool = False,
+) -> None:
+    """Document ``model`` at ``path``; ``defaults``: the instance its parent defaults to
+    (the downlink's defaults are not LinkConfig's); ``tag_required``: see _tag_required."""
     doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
     title = f"## `{path}`"
-    kind = model.model_fields.get("kind")  # one variant of a tagged union
-    if kind is not None and get_origin(kind.annotation) is typing.Literal:
-        title += f" (kind: `{get_args(kind.annotation)[0]}`)"
+    tag = _tag(model)  # one variant of a tagged union
+    if tag is not None:
+        title += f" ({tag[0]}: `{tag[1]}`)"
     lines += [title, "", doc, ""]
     if not model.model_fields:
         lines += ["This section takes no keys yet.", ""]
         return
     lines += ["| key | type | unit | default | description |", "|---|---|---|---|---|"]
-    nested: list[tuple[type[BaseModel], str]] = []
+    nested: list[tuple[type[BaseModel], str, BaseModel | None, bool]] = []
     for name, field in model.model_fields.items():
+        value = _field_default(field) if defaults is None else getattr(defaults, name)
+        if tag_required and tag is not None and name == tag[0]:
+            value = PydanticUndefined
         description = (field.description or "").replace("|", "\\|")
         lines.append(
             f"| `{name}` | {_type_name(field.annotation)} | {_unit(name)} |"
-            f" {_default(field)} | {description} |"
+            f" {_show(value)} | {description} |"
         )
         for sub in _sub_models(field.annotation):
             is_list = any(get_origin(a) is list for a in _flatten(field.annotation))
-            nested.append((sub, f"{path}.{name}[]" if is_list else f"{path}.{name}"))
+            sub_path = f"{path}.{name}[]" if is_list else f"{path}.{name}"
+            required = _tag_required(model, name, sub)
+            nested.append((sub, sub_path, _default_of(sub, value), required))
     lines.append("")
-    for sub, sub_path in nested:
-        _section(sub, sub_path, lines)
+    for sub, sub_path, sub_defaults, required in nested:
+        _section(sub, sub_path, lines, sub_defaults, required)
 
 
 def render() -> str:
@@ -149,16 +193,17 @@ def render() -> str:
         "",
         "<!-- Generated by `python -m netfl.config.docs > docs/scenario.md`; do not edit. -->",
         "",
-        "A scenario is a YAML file with the sections below. Every key is optional (defaults"
-        " shown); unknown keys are errors. `netfl validate FILE --print` shows a file with"
-        " every default filled in, and `--set a.b=value` overrides any key on the command"
-        " line.",
+        "A scenario is a YAML file with the sections below. A key is optional unless its"
+        " default reads *required*; unknown keys are errors. `netfl validate FILE --print`"
+        " shows a file with every default filled in, and `--set a.b=value` overrides any"
+        " key on the command line.",
         "",
         "**Units.** Keys end in their SI unit (`_s`, `_hz`, `_bits`, `_bps`, `_m`). A value"
         ' may also be a string with an explicit unit, converted on load: `"1.8 MHz"`,'
         ' `"18.3 MB"` (bytes; `Mbit` for bits), `"500 ms"`, `"2 km"`. A unit of the'
-        " wrong kind is an error. YAML 1.1 reads `1e6` as a string; it is accepted as a"
-        " number.",
+        " wrong kind is an error, and so is one that could mean bits or bytes (`Mb`,"
+        " `MBps`). YAML 1.1 reads `1e6` as a string; it is accepted as a number. Numbers"
+        " are finite (`.inf` and `.nan` are refused) except a truncated normal's bounds.",
         "",
     ]
     lines += ["## top level", "", "| key | type | default | description |", "|---|---|---|---|"]
@@ -166,13 +211,14 @@ def render() -> str:
         if _sub_models(field.annotation):
             continue
         lines.append(
-            f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} |"
+            f"| `{name}` | {_type_name(field.annotation)} | {_show(_field_default(field))} |"
             f" {field.description} |"
         )
     lines.append("")
     for name, field in Scenario.model_fields.items():
         for sub in _sub_models(field.annotation):
-            _section(sub, name, lines)
+            defaults = _default_of(sub, _field_default(field))
+            _section(sub, name, lines, defaults, _tag_required(Scenario, name, sub))
             if type(None) in _flatten(field.annotation):
                 lines += [f"`{name}: none` switches this section off.", ""]
     lines += [

@@ -69,6 +69,13 @@ _PARTITION_PARAMS = {
     "clusters": "clustered",
     "labels_per_cluster": "clustered",
 }
+#: Kind -> the parameters it cannot do without.
+_PARTITION_REQUIRED = {
+    "dirichlet": ("alpha",),
+    "shards": ("shards_per_client",),
+    "power_law": ("exponent",),
+    "clustered": ("clusters", "labels_per_cluster"),
+}
 #: Kinds that decide every device's data size themselves.
 SIZE_SETTING_KINDS = frozenset({"shards", "power_law", "natural"})
 
@@ -124,10 +131,7 @@ class PartitionConfig(StrictModel):
         for key, kind in _PARTITION_PARAMS.items():
             if getattr(self, key) is not None and kind != self.kind:
                 raise ValueError(f"{key} applies to kind {kind}, not {self.kind}")
-        required = {"dirichlet": ["alpha"], "shards": ["shards_per_client"]}
-        required["power_law"] = ["exponent"]
-        required["clustered"] = ["clusters", "labels_per_cluster"]
-        for key in required.get(self.kind, []):
+        for key in _PARTITION_REQUIRED.get(self.kind, ()):
             if getattr(self, key) is None:
                 raise ValueError(f"kind {self.kind} needs {key}")
         return self

@@ -61,6 +61,9 @@ class Scenario(StrictModel):
     @field_validator("learning", mode="before")
     @classmethod
     def _none_string(cls, value: Any) -> Any:
+        # YAML 1.1 reads an unquoted `off` (and `no`, `false`) as False.
+        if value is False:
+            return None
         if isinstance(value, str) and value.strip().lower() in {"none", "off", "null"}:
             return None
         return value
