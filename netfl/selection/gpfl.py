@@ -32,12 +32,23 @@ if TYPE_CHECKING:
 def projection(updates: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """Gradient projection c_i = g_i . d / |d| of each row g_i onto d (eq. (3) of 001).
 
-    Returns zeros when ``direction`` is zero (no global direction known yet).
+    Returns zeros when ``direction`` is zero (no global direction known yet); a row with
+    a non-finite entry gives a non-finite c_i.
     """
+    updates = np.asarray(updates, dtype=float)
+    direction = np.asarray(direction, dtype=float)
     norm = float(np.linalg.norm(direction))
     if norm == 0 or not math.isfinite(norm):
-        return np.zeros(len(updates))
-    return np.asarray(updates, dtype=float) @ (np.asarray(direction, dtype=float) / norm)
+        return updates @ np.zeros(updates.shape[-1])
+    return updates @ (direction / norm)
+
+
+def step_scale(scale: np.ndarray | None, n: int) -> np.ndarray:
+    """lr x local steps of each of ``n`` rows where usable (finite, positive), else 1."""
+    if scale is None:
+        return np.ones(n)
+    scale = np.asarray(scale, dtype=float)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
 
 
 def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
@@ -47,9 +58,7 @@ def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     updates = np.asarray(updates, dtype=float)
     if scale is None:
         return updates
-    scale = np.asarray(scale, dtype=float)
-    usable = np.isfinite(scale) & (scale > 0)
-    divisor = np.where(usable, scale, 1.0)
+    divisor = step_scale(scale, len(updates))
     return updates / divisor.reshape((-1,) + (1,) * (updates.ndim - 1))
 
 
@@ -196,18 +205,20 @@ class GPFL(Strategy):
     def observe(self, feedback: RoundFeedback) -> None:
         reported = np.asarray(feedback.completed, dtype=bool)
         if reported.any():
-            scale = feedback.signals.get("update_scale")
-            updates = mean_gradient(signal(feedback, "update_vector", "gpfl"), scale)[reported]
-            finite = np.isfinite(updates).all(axis=1)
+            vectors = signal(feedback, "update_vector", "gpfl")
             global_update = signal(feedback, "global_update", "gpfl")
             direction = self.direction
             if direction is None or not np.any(direction):
                 direction = global_update
+            # Eq. (3) is linear: the mean gradient's c_i is the raw update's over lr x
+            # steps, so the (k, P) updates are read once, by the projection.
+            scale = step_scale(feedback.signals.get("update_scale"), len(vectors))
+            c = (projection(vectors, direction) / scale)[reported]
+            finite = np.isfinite(c)
             factor = adjustment(
                 feedback.global_accuracy, self.last_accuracy, feedback.global_loss, self.last_loss
             )
-            clients = feedback.selected[reported][finite]
-            self._reward(clients, projection(updates[finite], direction), factor)
+            self._reward(feedback.selected[reported][finite], c[finite], factor)
             previous = self.direction if self.direction is not None else 0.0
             self.direction = self.momentum * previous + global_update  # eq. (1)
         if math.isfinite(feedback.global_accuracy):
