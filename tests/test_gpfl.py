@@ -21,6 +21,10 @@ def test_projection_is_the_scalar_projection_of_eq_3():
     assert projection(updates, np.array([2.0, 0.0])) == pytest.approx([3.0, 1.0, -2.0])
     assert projection(updates, np.array([0.0, 5.0])) == pytest.approx([4.0, 0.0, 0.0])
     assert projection(updates, np.zeros(2)).tolist() == [0.0, 0.0, 0.0]
+    # A row that is not finite (a client that sent nothing) has no projection.
+    broken = np.array([[1.0, np.nan], [1.0, 1.0]])
+    assert np.isnan(projection(broken, np.array([1.0, 0.0]))).tolist() == [True, False]
+    assert np.isnan(projection(broken, np.zeros(2))).tolist() == [True, False]
 
 
 def test_softmax_of_eq_5():

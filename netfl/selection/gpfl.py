@@ -101,13 +101,14 @@ class GPFL(Strategy):
 
     Notes
     -----
-    - A client's vector is its mean local gradient, -(w_local - w_global) / (lr x steps)
-      (from ``update_scale``; the raw update where the learner gives no scale), so that
-      c_i of eq. (3) has a gradient's scale: the softmax of eq. (5) is not scale-free,
-      and raw updates would sharpen or flatten it with lr x steps and favour clients
-      that take more local steps. The global direction is the momentum of the aggregated
-      updates w^t - w^{t-1} (eq. (1)); only its direction enters eq. (3), and both
-      vectors are taken with the update's sign, so c_i > 0 means agreement.
+    - A client's vector is (w_local - w_global) / (lr x steps), its mean local gradient
+      with the update's sign (from ``update_scale``; the raw update where the learner
+      gives no scale), so that c_i of eq. (3) has a gradient's scale: the softmax of
+      eq. (5) is not scale-free, and raw updates would sharpen or flatten it with
+      lr x steps and favour clients that take more local steps. The global direction is
+      the momentum of the aggregated updates w^t - w^{t-1} (eq. (1)); only its
+      direction enters eq. (3), and both vectors are taken with the update's sign, so
+      c_i > 0 means agreement.
     - c_i^t projects a client's update of round t onto the global momentum direction
       known when the round started, d^{t-1}; where none is known yet (first round
       without initialisation), onto the round's own aggregated update. The
