@@ -9,6 +9,7 @@ from netfl.registry import strategies
 from netfl.selection.base import SelectionContext, Strategy, make_strategy
 from netfl.selection.check import StrategyCheckError, check_strategy
 from netfl.selection.random import RandomSelection
+from tests.selection_helpers import ctx, info, ready
 
 REGISTERED = sorted(strategies().entries())
 
@@ -91,6 +92,15 @@ def test_weighted_random_follows_data_size():
     ctx = _ctx(np.arange(2), budget=1, n_samples=np.array([100, 300]))
     picks = [strategy.select(ctx)[0] for _ in range(4000)]
     assert np.mean(picks) == pytest.approx(0.75, abs=0.03)
+
+
+def test_weighted_random_fills_the_budget_past_the_clients_with_data():
+    # Two of the three candidates hold no data: the one that does is drawn first
+    # (p = 50 / 50), and a zero-size client fills the second place instead of numpy
+    # refusing the draw.
+    strategy = ready(RandomSelection(weighted=True), info(3, budget=2))
+    chosen = strategy.select(ctx([0, 1, 2], 2, n_samples=[0, 0, 50]))
+    assert chosen[0] == 2 and len(set(chosen)) == 2
 
 
 def test_plugin_by_module_path():
