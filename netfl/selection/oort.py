@@ -2,7 +2,9 @@
 
 Follows the public reference implementation, ``oort/oort.py`` of SymbioticLab/Oort
 (``_training_selector``, commit f5fccf35), with its defaults from ``training/argParser.py``
-and the utility of ``training/param_server.py``. Per round:
+except ``round_threshold`` (30, FedScale's default for Oort; Oort's own argParser has had
+10, and 101, which disables the system penalty) and the utility of
+``training/param_server.py``. Per round:
 
 * statistical utility of a client that reported: U_i = |B_i| sqrt(mean_{k in B_i} loss_k^2)
   (``param_server.py``: sqrt(squared-loss average) times the samples trained);
