@@ -44,6 +44,11 @@ class _Unseeded(_Greedy):
         return np.random.default_rng().choice(ctx.candidates, k, replace=False).tolist()
 
 
+class _FloatIds(_Greedy):
+    def select(self, ctx):
+        return [c + 0.5 for c in ctx.candidates[: ctx.budget].tolist()]
+
+
 class _NotCandidates(_Greedy):
     def select(self, ctx):
         outside = sorted(set(range(self.info.n_clients)) - set(ctx.candidates.tolist()))
@@ -63,6 +68,7 @@ def test_check_accepts_a_valid_strategy():
         (_OverBudget, "budget"),
         (_Unseeded, "deterministic"),
         (_NotCandidates, "non-candidates"),
+        (_FloatIds, "non-integer"),
     ],
 )
 def test_check_catches_violations(cls, message):
