@@ -48,6 +48,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
+from netfl.selection.ranking import by_client
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
@@ -184,8 +185,8 @@ class Oort(Strategy):
             rest = pool[~np.isin(pool, chosen)]
             chosen += [int(c) for c in self.rng.permutation(rest)[: budget - len(chosen)]]
         self._scores = {
-            "utility": dict(zip(tried.tolist(), utility.tolist(), strict=True)),
-            "statistical_utility": {int(c): float(self.reward[c]) for c in ctx.candidates},
+            "utility": by_client(tried, utility),
+            "statistical_utility": by_client(ctx.candidates, self.reward[ctx.candidates]),
         }
         return chosen
 
