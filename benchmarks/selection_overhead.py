@@ -6,6 +6,10 @@ the mean milliseconds per round spent in the strategy's own calls (``choose_poll
 by hand:
 
     python -m benchmarks.selection_overhead --clients 100 --budget 10 --rounds 300
+
+The strategies' matrix products are small, so numpy's BLAS threads mostly contend with
+each other: on a shared machine GPFL and NCCB measured 5-10 times slower with the
+default threads than with ``OPENBLAS_NUM_THREADS=1``, which gives steadier figures.
 """
 
 from __future__ import annotations
