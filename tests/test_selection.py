@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from netfl.registry import strategies
+from netfl.scenario import scenario_from_data
 from netfl.selection.base import Strategy, make_strategy
 from netfl.selection.check import StrategyCheckError, check_strategy
 from netfl.selection.random import RandomSelection
-from tests.selection_helpers import ctx, info, ready
+from tests.selection_helpers import ctx, info, ready, selection_error
 
 REGISTERED = sorted(strategies().entries())
 
@@ -112,3 +113,13 @@ def test_plugin_by_module_path():
     assert cls is _Greedy
     with pytest.raises(ValueError, match="cannot import"):
         strategies().load("no_such_module:Thing")
+
+
+def test_plugin_without_init_takes_no_params(tiny):
+    # _Greedy inherits object.__init__: no parameters, and a scenario may name it.
+    tiny["selection"] = {"name": "tests.test_selection:_Greedy"}
+    scenario = scenario_from_data(tiny)
+    assert isinstance(make_strategy(strategies().load(scenario.selection.name), {}), _Greedy)
+    error = selection_error(tiny, "tests.test_selection:_Greedy", {"x": 1})
+    assert error.problems[0].key == "selection.params.x"
+    assert "it takes: no parameters" in str(error)
