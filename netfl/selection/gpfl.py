@@ -117,8 +117,11 @@ class GPFL(Strategy):
     - The softmax of eq. (5) runs over the latest projection C_i of every client (0 for
       a client never observed, as Algorithm 1 initialises C).
     - mu-tilde of eq. (6) is the mean of a client's adjusted rewards over its
-      observations; n_i counts them (the initial poll counts as one); n is the 1-based
-      round number t. A client never observed has an infinite bound when alpha > 0.
+      observations (001 writes the sum over rounds divided by t); n_i counts them (the
+      initial poll counts as one); n is the 1-based round number t. A client never
+      observed has an infinite bound when alpha > 0.
+    - The K clients with the largest bound u_i are selected, as Sec. III-B says;
+      Algorithm 1's pseudocode writes sort(C, K, des), by the latest projections alone.
     - The initial poll's updates are not aggregated into the global model.
     """
 
