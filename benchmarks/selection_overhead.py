@@ -1,9 +1,15 @@
 """Wall-clock cost of the learning-aware strategies' decisions (select + observe).
 
 Drives each strategy with synthetic learning signals for a number of rounds and prints
-the mean milliseconds per round. Not a test; run by hand:
+the mean milliseconds per round spent in the strategy's own calls (``choose_polled``,
+``select``, ``observe``); building the synthetic inputs is not counted. Not a test; run
+by hand:
 
     python -m benchmarks.selection_overhead --clients 100 --budget 10 --rounds 300
+
+The strategies' matrix products are small, so numpy's BLAS threads mostly contend with
+each other: on a shared machine GPFL and NCCB measured 5-10 times slower with the
+default threads than with ``OPENBLAS_NUM_THREADS=1``, which gives steadier figures.
 """
 
 from __future__ import annotations
@@ -62,16 +68,23 @@ def run(name: str, clients: int, budget: int, rounds: int, params: int) -> float
     strategy = make_strategy(strategies().load(name), {})
     strategy.setup(info, np.random.default_rng(1))
     contexts = rng.integers(-20, 20, size=(clients, 16)).astype(float)
-    start = time.perf_counter()
+    spent_s = 0.0
     for r in range(rounds):
         ctx = _context(r, info, contexts, rng)
+        start = time.perf_counter()
         polled = list(strategy.choose_polled(ctx))
+        spent_s += time.perf_counter() - start
         if polled and strategy.poll_signal == "update_vector":
             vectors = rng.normal(size=(clients, params))
             ctx = dataclasses.replace(ctx, features={**ctx.features, "update_vector": vectors})
+        start = time.perf_counter()
         selected = np.asarray(strategy.select(ctx), dtype=np.int64)
-        strategy.observe(_feedback(r, selected, params, rng))
-    return (time.perf_counter() - start) / rounds * 1e3
+        spent_s += time.perf_counter() - start
+        feedback = _feedback(r, selected, params, rng)
+        start = time.perf_counter()
+        strategy.observe(feedback)
+        spent_s += time.perf_counter() - start
+    return spent_s / rounds * 1e3
 
 
 def main() -> None:
@@ -81,7 +94,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--params", type=int, default=100_000, help="update-vector size")
     args = parser.parse_args()
-    for name in ("random", "ucb_cs", "pow_d", "rpow_d", "gpfl", "k_linucb", "nccb"):
+    for name in ("random", "ucb_cs", "pow_d", "rpow_d", "oort", "gpfl", "k_linucb", "nccb"):
         ms = run(name, args.clients, args.budget, args.rounds, args.params)
         print(f"{name:10s} {ms:8.2f} ms/round")
 

@@ -21,6 +21,10 @@ def test_projection_is_the_scalar_projection_of_eq_3():
     assert projection(updates, np.array([2.0, 0.0])) == pytest.approx([3.0, 1.0, -2.0])
     assert projection(updates, np.array([0.0, 5.0])) == pytest.approx([4.0, 0.0, 0.0])
     assert projection(updates, np.zeros(2)).tolist() == [0.0, 0.0, 0.0]
+    # A row that is not finite (a client that sent nothing) has no projection.
+    broken = np.array([[1.0, np.nan], [1.0, 1.0]])
+    assert np.isnan(projection(broken, np.array([1.0, 0.0]))).tolist() == [True, False]
+    assert np.isnan(projection(broken, np.zeros(2))).tolist() == [True, False]
 
 
 def test_softmax_of_eq_5():
@@ -144,7 +148,7 @@ def test_parameter_errors_name_the_key(tiny):
 def test_projection_uses_the_mean_gradient_not_the_raw_update():
     """Eq. (3) projects gradients: an update of lr x steps x g projects like g, so two
     clients with the same gradient but different step counts get the same c_i."""
-    from netfl.selection.gpfl import mean_gradient, projection
+    from netfl.selection.gpfl import mean_gradient
 
     g = np.array([1.0, 2.0, 0.0])
     updates = np.stack([0.05 * 10 * g, 0.05 * 40 * g])  # 10 and 40 local steps, lr 0.05
@@ -156,9 +160,11 @@ def test_projection_uses_the_mean_gradient_not_the_raw_update():
     assert projection(mean_gradient(updates, None), direction) == pytest.approx([1.0, 4.0])
 
 
-def test_learner_reports_lr_times_steps_with_update_vectors(tmp_path):
+def test_learner_reports_lr_times_steps_with_update_vectors():
     from netfl.learning.trainer import LocalSGD
 
+    # E ceil(n / b) steps: 2 x ceil(n / 10) for n = 0, 1, 10, 11, 25; with a fixed step
+    # count tau = 30, every client holding data takes 30 steps.
     sgd = LocalSGD(lr=0.1, epochs=2, batch_size=10)
     assert sgd.steps_taken(np.array([0, 1, 10, 11, 25])).tolist() == [0, 2, 2, 4, 6]
     sgd = LocalSGD(lr=0.1, epochs=1, batch_size=10, steps=30)

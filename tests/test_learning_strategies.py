@@ -13,7 +13,7 @@ from netfl.selection.base import LEARNING_SIGNALS, POLL_SIGNALS, make_strategy
 from netfl.selection.check import check_strategy
 from netfl.simulation import simulate
 
-LEARNING_AWARE = ["ucb_cs", "pow_d", "rpow_d", "gpfl", "nccb", "k_linucb"]
+LEARNING_AWARE = ["ucb_cs", "pow_d", "rpow_d", "oort", "gpfl", "nccb", "k_linucb"]
 
 
 @pytest.mark.parametrize("name", LEARNING_AWARE)

@@ -62,6 +62,10 @@ def test_bound_of_eq_13_and_design_update_of_eq_14():
     assert net.z_inverse == pytest.approx(np.linalg.inv(z), abs=1e-9)
     width_term = np.einsum("np,pq,nq->n", g, np.linalg.inv(z), g) / 8
     assert net.bound(x) == pytest.approx(net.predict(x) + 2.0 * np.sqrt(width_term))
+    # A later round adds to the same Z (theta unchanged, so the same gradients).
+    net.add_to_design(x[2:3])
+    z += np.outer(g[2], g[2]) / 8
+    assert net.z_inverse == pytest.approx(np.linalg.inv(z), abs=1e-9)
 
 
 def test_training_on_eq_10_fits_a_reward_function():

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from netfl.registry import strategies
-from netfl.selection.base import SelectionContext, Strategy, make_strategy
+from netfl.scenario import scenario_from_data
+from netfl.selection.base import Strategy, make_strategy
 from netfl.selection.check import StrategyCheckError, check_strategy
 from netfl.selection.random import RandomSelection
+from tests.selection_helpers import ctx, info, ready, selection_error
 
 REGISTERED = sorted(strategies().entries())
 
@@ -43,6 +45,11 @@ class _Unseeded(_Greedy):
         return np.random.default_rng().choice(ctx.candidates, k, replace=False).tolist()
 
 
+class _FloatIds(_Greedy):
+    def select(self, ctx):
+        return [c + 0.5 for c in ctx.candidates[: ctx.budget].tolist()]
+
+
 class _NotCandidates(_Greedy):
     def select(self, ctx):
         outside = sorted(set(range(self.info.n_clients)) - set(ctx.candidates.tolist()))
@@ -62,6 +69,7 @@ def test_check_accepts_a_valid_strategy():
         (_OverBudget, "budget"),
         (_Unseeded, "deterministic"),
         (_NotCandidates, "non-candidates"),
+        (_FloatIds, "non-integer"),
     ],
 )
 def test_check_catches_violations(cls, message):
@@ -75,22 +83,29 @@ def test_context_arrays_are_read_only():
 
 
 def test_random_is_uniform_over_candidates():
-    strategy = RandomSelection()
-    strategy.setup(_info(10), np.random.default_rng(0))
+    strategy = ready(RandomSelection(), info(10))
     counts = np.zeros(10)
-    ctx = _ctx(np.arange(10), budget=3)
+    context = ctx(range(10), 3)
     for _ in range(6000):
-        counts[strategy.select(ctx)] += 1
+        counts[strategy.select(context)] += 1
     # Each client is picked with probability 3/10 per round.
     assert np.allclose(counts / 6000, 0.3, atol=0.03)
 
 
 def test_weighted_random_follows_data_size():
-    strategy = RandomSelection(weighted=True)
-    strategy.setup(_info(2), np.random.default_rng(0))
-    ctx = _ctx(np.arange(2), budget=1, n_samples=np.array([100, 300]))
-    picks = [strategy.select(ctx)[0] for _ in range(4000)]
-    assert np.mean(picks) == pytest.approx(0.75, abs=0.03)
+    strategy = ready(RandomSelection(weighted=True), info(2))
+    context = ctx(range(2), 1, n_samples=[100, 300])
+    picks = [strategy.select(context)[0] for _ in range(4000)]
+    assert np.mean(picks) == pytest.approx(0.75, abs=0.03)  # p = 300 / (100 + 300)
+
+
+def test_weighted_random_fills_the_budget_past_the_clients_with_data():
+    # Two of the three candidates hold no data: the one that does is drawn first
+    # (p = 50 / 50), and a zero-size client fills the second place instead of numpy
+    # refusing the draw.
+    strategy = ready(RandomSelection(weighted=True), info(3, budget=2))
+    chosen = strategy.select(ctx([0, 1, 2], 2, n_samples=[0, 0, 50]))
+    assert chosen[0] == 2 and len(set(chosen)) == 2
 
 
 def test_plugin_by_module_path():
@@ -100,20 +115,11 @@ def test_plugin_by_module_path():
         strategies().load("no_such_module:Thing")
 
 
-def _info(n):
-    from netfl.selection.base import PopulationInfo
-
-    return PopulationInfo(n_clients=n, budget=3, n_samples=np.full(n, 10))
-
-
-def _ctx(candidates, budget, n_samples=None):
-    n = len(candidates)
-    return SelectionContext(
-        round=0,
-        now_s=0.0,
-        candidates=candidates,
-        budget=budget,
-        update_time_s=np.zeros(n),
-        upload_time_s=np.zeros(n),
-        n_samples=np.full(n, 10) if n_samples is None else n_samples,
-    )
+def test_plugin_without_init_takes_no_params(tiny):
+    # _Greedy inherits object.__init__: no parameters, and a scenario may name it.
+    tiny["selection"] = {"name": "tests.test_selection:_Greedy"}
+    scenario = scenario_from_data(tiny)
+    assert isinstance(make_strategy(strategies().load(scenario.selection.name), {}), _Greedy)
+    error = selection_error(tiny, "tests.test_selection:_Greedy", {"x": 1})
+    assert error.problems[0].key == "selection.params.x"
+    assert "it takes: no parameters" in str(error)

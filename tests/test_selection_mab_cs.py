@@ -58,7 +58,7 @@ def test_unobserved_times_are_charged_the_round_time():
     assert strategy.n_selected.tolist() == [1, 0]
 
 
-def _elementwise_after_three_rounds(beta: float = 1.0) -> ElementwiseMABCS:
+def _elementwise_after_two_rounds(beta: float = 1.0) -> ElementwiseMABCS:
     strategy = ready(ElementwiseMABCS(beta=beta), info(4, budget=3))
     strategy.observe(feedback([0], update=[2.0], upload=[3.0]))
     strategy.observe(feedback([0, 1], update=[4.0, 1.0], upload=[3.0, 6.0]))
@@ -66,7 +66,7 @@ def _elementwise_after_three_rounds(beta: float = 1.0) -> ElementwiseMABCS:
 
 
 def test_elementwise_optimistic_times_of_eqs_5_6():
-    strategy = _elementwise_after_three_rounds(beta=2.0)
+    strategy = _elementwise_after_two_rounds(beta=2.0)
     tau_update, tau_upload = strategy.optimistic_times(np.array([0, 1, 2]))
     # N = [2, 1, 0, 0], sum N = 3; means: client 0 (3, 3), client 1 (1, 6).
     b0, b1 = math.sqrt(math.log(3) / 4), math.sqrt(math.log(3) / 2)
@@ -76,7 +76,7 @@ def test_elementwise_optimistic_times_of_eqs_5_6():
 
 
 def test_elementwise_schedules_fresh_clients_first_then_by_eq_7():
-    strategy = _elementwise_after_three_rounds(beta=1.0)
+    strategy = _elementwise_after_two_rounds(beta=1.0)
     b0, b1 = math.sqrt(math.log(3) / 4), math.sqrt(math.log(3) / 2)
     tau0, tau1_ud, tau1_ul = 3 - b0, 1 - b1, 6 - b1
     # After the fresh client 2 (zero times), from t = 0, T^d = 0:

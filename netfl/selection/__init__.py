@@ -49,7 +49,7 @@ STRATEGIES: dict[str, Entry] = {
     ),
     "rpow_d": Entry(
         "netfl.selection.pow_d:RPowD",
-        "pow-d ranked by stale losses from last participation, no polling (cpow-d)",
+        "pow-d ranked by stale losses from last participation, no polling (rpow-d of 000)",
     ),
     "gpfl": Entry(
         "netfl.selection.gpfl:GPFL",

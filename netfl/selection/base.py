@@ -255,7 +255,9 @@ class Strategy(ABC):
 
 def _params_model(cls: type[Strategy]) -> Any:
     fields: dict[str, Any] = {}
-    for name, param in inspect.signature(cls.__init__).parameters.items():
+    # eval_str: ``from __future__ import annotations`` leaves strings; pydantic needs types.
+    signature = inspect.signature(cls.__init__, eval_str=True)
+    for name, param in signature.parameters.items():
         if name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
             continue
         annotation = param.annotation if param.annotation is not param.empty else Any
@@ -268,17 +270,9 @@ def _params_model(cls: type[Strategy]) -> Any:
     )
 
 
-def _resolved_annotations(cls: type[Strategy]) -> type[Strategy]:
-    # ``from __future__ import annotations`` leaves strings; resolve them for pydantic.
-    hints = inspect.get_annotations(cls.__init__, eval_str=True)
-    cls.__init__.__annotations__.update(hints)
-    return cls
-
-
 def validate_params(cls: type[Strategy], params: Mapping[str, Any]) -> dict[str, Any]:
     """Validate ``params`` against ``cls.__init__``; raises ``ValidationError``."""
-    model = _params_model(_resolved_annotations(cls))
-    return dict(model.model_validate(dict(params)))
+    return dict(_params_model(cls).model_validate(dict(params)))
 
 
 def strategy_params_problems(

@@ -1,10 +1,11 @@
 """``check_strategy``: conformance checks every registered strategy must pass.
 
 Modelled on Gymnasium's ``check_env``. It drives a strategy through synthetic rounds and
-checks that each selection is a subset of the candidates with no repeats, at most the
-budget; that inputs are never mutated; that the same seed gives the same selections; that
-rounds with no candidates, or where no selected client reported back, are survived; and that
-``scores()`` returns ``{name: {client id: number}}`` for clients of the population.
+checks that each selection is a subset of the candidates (integer ids) with no repeats, at
+most the budget; that inputs are never mutated; that the same seed gives the same
+selections; that rounds with no candidates, or where no selected client reported back, are
+survived; and that ``scores()`` returns ``{name: {client id: number}}`` for clients of the
+population.
 A strategy that polls (``choose_polled``) is served as the server would: its polled
 candidates answer (most of them), the others get NaN.
 """
@@ -12,7 +13,6 @@ candidates answer (most of them), the others get NaN.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -140,7 +140,10 @@ def _run(
             name: np.array(getattr(ctx, name))
             for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
         }
-        chosen = [int(c) for c in strategy.select(ctx)]
+        returned = list(strategy.select(ctx))
+        if not all(isinstance(c, int | np.integer) for c in returned):
+            raise StrategyCheckError(f"round {round_}: selected non-integer ids {returned}")
+        chosen = [int(c) for c in returned]
         for name, value in before.items():
             if not np.array_equal(value, getattr(ctx, name)):
                 raise StrategyCheckError(f"round {round_}: select() modified ctx.{name}")
@@ -167,8 +170,6 @@ def _run(
         history["upload"][done] = feedback.upload_time_s[feedback.completed]
         history["last_round"][selected] = round_
         selections.append(chosen)
-        if not all(math.isfinite(c) for c in chosen):
-            raise StrategyCheckError("non-integer ids")
     return selections
 
 

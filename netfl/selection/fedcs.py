@@ -15,6 +15,7 @@ from pydantic import Field
 
 from netfl.errors import Problem
 from netfl.selection.base import Scores, SelectionContext, Strategy
+from netfl.selection.ranking import by_client
 from netfl.selection.tinc import greedy_schedule
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class FedCS(Strategy):
             deadline_s=deadline if self.form == "deadline" else None,
         )
         chosen = ctx.candidates[shuffle][schedule.order]
-        self._increments = dict(zip(chosen.tolist(), schedule.increments_s.tolist(), strict=True))
+        self._increments = by_client(chosen, schedule.increments_s)
         return [int(c) for c in chosen]
 
     def scores(self) -> Scores:

@@ -20,6 +20,7 @@ from netfl.errors import Problem
 from netfl.selection.base import Scores, SelectionContext, Strategy
 from netfl.selection.fedcs import deadline_problems
 from netfl.selection.observations import EXPECTED_EXCHANGE_TIME_S, require_feature
+from netfl.selection.ranking import by_client
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -48,7 +49,7 @@ class FedCSDeadline(Strategy):
             self._expected = {}
             return []
         expected_s = require_feature(ctx, EXPECTED_EXCHANGE_TIME_S, "fedcs_deadline")
-        self._expected = dict(zip(ctx.candidates.tolist(), expected_s.tolist(), strict=True))
+        self._expected = by_client(ctx.candidates, expected_s)
         deadline = self.deadline_s if self.deadline_s is not None else ctx.deadline_s
         fits = expected_s < deadline if deadline is not None else np.ones(len(expected_s), bool)
         fastest = np.argsort(expected_s, kind="stable")

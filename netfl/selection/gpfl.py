@@ -32,12 +32,23 @@ if TYPE_CHECKING:
 def projection(updates: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """Gradient projection c_i = g_i . d / |d| of each row g_i onto d (eq. (3) of 001).
 
-    Returns zeros when ``direction`` is zero (no global direction known yet).
+    Returns zeros when ``direction`` is zero (no global direction known yet); a row with
+    a non-finite entry gives a non-finite c_i.
     """
+    updates = np.asarray(updates, dtype=float)
+    direction = np.asarray(direction, dtype=float)
     norm = float(np.linalg.norm(direction))
     if norm == 0 or not math.isfinite(norm):
-        return np.zeros(len(updates))
-    return np.asarray(updates, dtype=float) @ (np.asarray(direction, dtype=float) / norm)
+        return updates @ np.zeros(updates.shape[-1])
+    return updates @ (direction / norm)
+
+
+def step_scale(scale: np.ndarray | None, n: int) -> np.ndarray:
+    """lr x local steps of each of ``n`` rows where usable (finite, positive), else 1."""
+    if scale is None:
+        return np.ones(n)
+    scale = np.asarray(scale, dtype=float)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
 
 
 def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
@@ -47,9 +58,7 @@ def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     updates = np.asarray(updates, dtype=float)
     if scale is None:
         return updates
-    scale = np.asarray(scale, dtype=float)
-    usable = np.isfinite(scale) & (scale > 0)
-    divisor = np.where(usable, scale, 1.0)
+    divisor = step_scale(scale, len(updates))
     return updates / divisor.reshape((-1,) + (1,) * (updates.ndim - 1))
 
 
@@ -92,13 +101,14 @@ class GPFL(Strategy):
 
     Notes
     -----
-    - A client's vector is its mean local gradient, -(w_local - w_global) / (lr x steps)
-      (from ``update_scale``; the raw update where the learner gives no scale), so that
-      c_i of eq. (3) has a gradient's scale: the softmax of eq. (5) is not scale-free,
-      and raw updates would sharpen or flatten it with lr x steps and favour clients
-      that take more local steps. The global direction is the momentum of the aggregated
-      updates w^t - w^{t-1} (eq. (1)); only its direction enters eq. (3), and both
-      vectors are taken with the update's sign, so c_i > 0 means agreement.
+    - A client's vector is (w_local - w_global) / (lr x steps), its mean local gradient
+      with the update's sign (from ``update_scale``; the raw update where the learner
+      gives no scale), so that c_i of eq. (3) has a gradient's scale: the softmax of
+      eq. (5) is not scale-free, and raw updates would sharpen or flatten it with
+      lr x steps and favour clients that take more local steps. The global direction is
+      the momentum of the aggregated updates w^t - w^{t-1} (eq. (1)); only its
+      direction enters eq. (3), and both vectors are taken with the update's sign, so
+      c_i > 0 means agreement.
     - c_i^t projects a client's update of round t onto the global momentum direction
       known when the round started, d^{t-1}; where none is known yet (first round
       without initialisation), onto the round's own aggregated update. The
@@ -107,8 +117,11 @@ class GPFL(Strategy):
     - The softmax of eq. (5) runs over the latest projection C_i of every client (0 for
       a client never observed, as Algorithm 1 initialises C).
     - mu-tilde of eq. (6) is the mean of a client's adjusted rewards over its
-      observations; n_i counts them (the initial poll counts as one); n is the 1-based
-      round number t. A client never observed has an infinite bound when alpha > 0.
+      observations (001 writes the sum over rounds divided by t); n_i counts them (the
+      initial poll counts as one); n is the 1-based round number t. A client never
+      observed has an infinite bound when alpha > 0.
+    - The K clients with the largest bound u_i are selected, as Sec. III-B says;
+      Algorithm 1's pseudocode writes sort(C, K, des), by the latest projections alone.
     - The initial poll's updates are not aggregated into the global model.
     """
 
@@ -196,18 +209,20 @@ class GPFL(Strategy):
     def observe(self, feedback: RoundFeedback) -> None:
         reported = np.asarray(feedback.completed, dtype=bool)
         if reported.any():
-            scale = feedback.signals.get("update_scale")
-            updates = mean_gradient(signal(feedback, "update_vector", "gpfl"), scale)[reported]
-            finite = np.isfinite(updates).all(axis=1)
+            vectors = signal(feedback, "update_vector", "gpfl")
             global_update = signal(feedback, "global_update", "gpfl")
             direction = self.direction
             if direction is None or not np.any(direction):
                 direction = global_update
+            # Eq. (3) is linear: the mean gradient's c_i is the raw update's over lr x
+            # steps, so the (k, P) updates are read once, by the projection.
+            scale = step_scale(feedback.signals.get("update_scale"), len(vectors))
+            c = (projection(vectors, direction) / scale)[reported]
+            finite = np.isfinite(c)
             factor = adjustment(
                 feedback.global_accuracy, self.last_accuracy, feedback.global_loss, self.last_loss
             )
-            clients = feedback.selected[reported][finite]
-            self._reward(clients, projection(updates[finite], direction), factor)
+            self._reward(feedback.selected[reported][finite], c[finite], factor)
             previous = self.direction if self.direction is not None else 0.0
             self.direction = self.momentum * previous + global_update  # eq. (1)
         if math.isfinite(feedback.global_accuracy):

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
 from netfl.selection.observations import times_or_round_time
+from netfl.selection.ranking import by_client
 from netfl.selection.tinc import greedy_schedule, observed_increments, t_inc
 
 
@@ -163,4 +164,4 @@ class ElementwiseMABCS(_MABCS):
 
 def _finite(clients: np.ndarray, values: np.ndarray) -> dict[int, float]:
     keep = np.isfinite(values)
-    return dict(zip(clients[keep].tolist(), values[keep].tolist(), strict=True))
+    return by_client(clients[keep], values[keep])

@@ -14,7 +14,7 @@ strategy's generator), following NeuralUCB (Zhou, Li, Gu 2020), which 004 builds
   depend on how many rewards were seen).
 - U = f(x) + gamma sqrt(g^T Z^{-1} g / w), g = grad_theta f(x) (eq. (13)); Z starts at
   lambda I and grows by g g^T / w for every played arm (eq. (14)); Z^{-1} is kept
-  up to date with Sherman-Morrison rank-one updates.
+  up to date with one Woodbury update per round (rank = arms played).
 """
 
 from __future__ import annotations
@@ -107,10 +107,18 @@ class NeuralUCB:
         return self.predict(x) + self.gamma * np.sqrt(np.maximum(width_term, 0.0))
 
     def add_to_design(self, x: np.ndarray) -> None:
-        """Z <- Z + g g^T / w for each row's gradient (eq. (14)), via Sherman-Morrison."""
-        for g in self.gradients(x) / math.sqrt(self.width):
-            zg = self.z_inverse @ g
-            self.z_inverse -= np.outer(zg, zg) / (1.0 + g @ zg)
+        """Z <- Z + g g^T / w for each row's gradient (eq. (14)).
+
+        With G the rows' gradients over sqrt(w), Woodbury's identity updates Z^{-1} in
+        one step: (Z + G^T G)^{-1} = Z^{-1} - Z^{-1} G^T (I + G Z^{-1} G^T)^{-1} G Z^{-1}
+        (Z^{-1} is symmetric), the same as one Sherman-Morrison step per row.
+        """
+        g = self.gradients(x) / math.sqrt(self.width)
+        if not len(g):
+            return
+        zg = self.z_inverse @ g.T
+        inner = np.eye(len(g)) + g @ zg
+        self.z_inverse -= zg @ np.linalg.solve(inner, zg.T)
 
     def loss(self, x: np.ndarray, rewards: np.ndarray) -> float:
         """Eq. (10) divided by the number of samples."""

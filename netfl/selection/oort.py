@@ -2,7 +2,9 @@
 
 Follows the public reference implementation, ``oort/oort.py`` of SymbioticLab/Oort
 (``_training_selector``, commit f5fccf35), with its defaults from ``training/argParser.py``
-and the utility of ``training/param_server.py``. Per round:
+except ``round_threshold`` (30, FedScale's default for Oort; Oort's own argParser has had
+10, and 101, which disables the system penalty) and the utility of
+``training/param_server.py``. Per round:
 
 * statistical utility of a client that reported: U_i = |B_i| sqrt(mean_{k in B_i} loss_k^2)
   (``param_server.py``: sqrt(squared-loss average) times the samples trained);
@@ -46,6 +48,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
+from netfl.selection.ranking import by_client
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
@@ -182,8 +185,8 @@ class Oort(Strategy):
             rest = pool[~np.isin(pool, chosen)]
             chosen += [int(c) for c in self.rng.permutation(rest)[: budget - len(chosen)]]
         self._scores = {
-            "utility": dict(zip(tried.tolist(), utility.tolist(), strict=True)),
-            "statistical_utility": {int(c): float(self.reward[c]) for c in ctx.candidates},
+            "utility": by_client(tried, utility),
+            "statistical_utility": by_client(ctx.candidates, self.reward[ctx.candidates]),
         }
         return chosen
 

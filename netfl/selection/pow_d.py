@@ -8,8 +8,10 @@ loss F_k(w) of the current global model.
 
 - ``pow_d`` polls the d clients for F_k(w): one extra exchange per round (global model
   down, one number up), which the server simulates (see ``Strategy.choose_polled``).
-- ``rpow_d`` (a.k.a. cpow-d) does not poll: it ranks A by each client's mean local
-  training loss from its last participation (stale, and noisy; Fig. 1 of 000).
+- ``rpow_d`` does not poll: it ranks A by each client's mean local training loss from
+  its last participation (stale, and noisy; Fig. 1 of 000, whose text calls it
+  pi_tpow-d). It is not cpow-d, the computation-efficient variant of Cho et al., which
+  still polls A and has each client estimate its loss on a mini-batch.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ class PowD(_PowerOfChoice):
 
 
 class RPowD(_PowerOfChoice):
-    """rpow-d (cpow-d): pow-d ranked by each client's stale local loss, no polling.
+    """rpow-d: pow-d ranked by each client's stale local loss, no polling.
 
     Parameters
     ----------

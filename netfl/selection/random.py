@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from netfl.selection.base import SelectionContext, Strategy
+from netfl.selection.ranking import draw_by_size
 
 
 class RandomSelection(Strategy):
@@ -26,9 +27,8 @@ class RandomSelection(Strategy):
         k = min(ctx.budget, len(ctx.candidates))
         if k == 0:
             return []
-        p = None
         if self.weighted:
-            sizes = ctx.n_samples.astype(float)
-            p = sizes / sizes.sum() if sizes.sum() > 0 else None
-        chosen = self.rng.choice(ctx.candidates, size=k, replace=False, p=p)
+            chosen = draw_by_size(ctx.candidates, ctx.n_samples, k, self.rng)
+        else:
+            chosen = self.rng.choice(ctx.candidates, size=k, replace=False)
         return [int(c) for c in np.asarray(chosen)]

@@ -43,4 +43,5 @@ def draw_by_size(
 
 def by_client(clients: np.ndarray, values: np.ndarray) -> dict[int, float]:
     """``{client id: value}`` for a strategy's ``scores()`` log."""
-    return {int(c): float(v) for c, v in zip(clients, values, strict=True)}
+    ids = np.asarray(clients, dtype=np.int64).tolist()
+    return dict(zip(ids, np.asarray(values, dtype=float).tolist(), strict=True))

@@ -35,6 +35,7 @@ from pydantic import Field
 from netfl.errors import Problem
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
 from netfl.selection.observations import BANDWIDTH_HZ, COLD_START, MU, require_feature
+from netfl.selection.ranking import by_client
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -169,7 +170,7 @@ class RBCSF(Strategy):
         return np.column_stack([1.0 / mu, cold, self.bits / bandwidth_hz])
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
-        self._scores = {"backlog": dict(enumerate(self.backlog.tolist()))}
+        self._scores = {"backlog": by_client(np.arange(len(self.backlog)), self.backlog)}
         if len(ctx.candidates) == 0:  # nobody available: nothing to estimate
             return []
         shuffle = self.rng.permutation(len(ctx.candidates))  # random tie-breaking
@@ -182,9 +183,8 @@ class RBCSF(Strategy):
         picked = divide_and_conquer(tau_bar, self.backlog[candidates], k, self.v)
         chosen = candidates[picked]
         self._contexts = dict(zip(chosen.tolist(), contexts[picked], strict=True))
-        ids = candidates.tolist()
-        self._scores["tau_hat"] = dict(zip(ids, tau_hat.tolist(), strict=True))
-        self._scores["tau_bar"] = dict(zip(ids, tau_bar.tolist(), strict=True))
+        self._scores["tau_hat"] = by_client(candidates, tau_hat)
+        self._scores["tau_bar"] = by_client(candidates, tau_bar)
         return [int(c) for c in chosen]
 
     def observe(self, feedback: RoundFeedback) -> None:
