@@ -314,8 +314,3 @@ def dump_scenario(scenario: Scenario) -> str:
     )
     body = yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False, width=100)
     return header + body
-
-
-# The former private names, still imported by netfl.sweep.spec; remove once it imports
-# key_positions, validation_problems and locate_problems.
-_positions, _problems, _locate = key_positions, validation_problems, locate_problems

@@ -27,6 +27,7 @@ from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
+from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
 from netfl.trace.tables import RoundRecord, clients_table, rounds_table
 from netfl.world import World, build_world
 
@@ -51,14 +52,14 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[float, int]:
-    """Simulated time and round at which the accuracy first reached ``target``."""
-    if target is None:
-        return math.nan, -1
-    for rec in records:
-        if not math.isnan(rec.accuracy) and rec.accuracy >= target:
-            return rec.t_end_s, rec.round
-    return math.nan, -1
+def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[float, float]:
+    """Simulated time, and rounds (1-based count), until the accuracy first reached
+    ``target`` (NaN if never): :mod:`netfl.trace.metrics` on the rounds so far, so the
+    summary and ``netfl.load_run`` agree."""
+    if target is None or not records:
+        return math.nan, math.nan
+    rounds = rounds_table(records).to_pandas()
+    return time_to_accuracy(rounds, target), rounds_to_accuracy(rounds, target)
 
 
 def _summary(
@@ -88,7 +89,7 @@ def _summary(
         "final_loss": evaluated[-1].loss if evaluated else math.nan,
         "target_accuracy": target,
         "time_to_target_s": t_target,
-        "rounds_to_target": round_target if round_target >= 0 else None,
+        "rounds_to_target": None if math.isnan(round_target) else int(round_target),
         "rate_ul_mean_bps": float(np.mean(rate_ul)),
         "rate_ul_max_bps": float(np.max(rate_ul)),
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),

@@ -189,3 +189,17 @@ def test_bad_command_line_values_exit_2(tmp_path, monkeypatch, capsys, args, mes
     assert info.value.code == 2
     assert message in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_summary_target_figures_agree_with_the_rounds(write_scenario, tiny, tmp_path):
+    """time_to_target_s is the end of the first round evaluated at >= target, and
+    rounds_to_target counts the rounds up to it (1-based), as netfl.trace.metrics says."""
+    tiny["learning"]["target_accuracy"] = 0.3
+    tiny["fl"]["rounds"] = 4
+    out = tmp_path / "run"
+    assert main(["simulate", str(write_scenario(tiny)), "--out", str(out), "--quiet"]) == 0
+    rounds = pd.read_parquet(out / "rounds.parquet")
+    summary = json.loads((out / "summary.json").read_text())
+    hit = rounds[rounds["accuracy"] >= 0.3].iloc[0]
+    assert summary["rounds_to_target"] == hit["round"] + 1
+    assert summary["time_to_target_s"] == pytest.approx(hit["t_end_s"])

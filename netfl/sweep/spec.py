@@ -38,13 +38,13 @@ from netfl.config import Scenario
 from netfl.config.base import NonNegativeInt, StrictModel, suggest
 from netfl.errors import Problem, ScenarioError
 from netfl.scenario import (
-    _locate,
-    _positions,
-    _problems,
     apply_override,
+    key_positions,
+    locate_problems,
     parse_yaml,
     resolve_source,
     scenario_from_data,
+    validation_problems,
 )
 
 #: Sections of the sweep file whose keys are scenario keys.
@@ -265,11 +265,11 @@ def load_sweep(path: str | Path) -> Sweep:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError.single(None, f"cannot read the sweep file: {exc}", source) from None
     data = parse_yaml(text, source)
-    positions = _positions(text)
+    positions = key_positions(text)
     try:
         model = SweepFile.model_validate(data)
     except ValidationError as exc:
-        problems, _ = _locate(_problems(exc, data), positions, {})
+        problems, _ = locate_problems(validation_problems(exc, data), positions)
         raise ScenarioError(problems, source) from None
     problems = _schema_problems(model)
     try:
@@ -284,7 +284,7 @@ def load_sweep(path: str | Path) -> Sweep:
     except ScenarioError as exc:
         if exc.source is not None:
             raise  # located in the base scenario
-        problems, _ = _locate(exc.problems, _sweep_positions(positions), {})
+        problems, _ = locate_problems(exc.problems, _sweep_positions(positions))
         raise ScenarioError(problems, source) from None
     name = model.name or Path(path).stem.removesuffix(".sweep")
     return Sweep(name, source, text, runs)
