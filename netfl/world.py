@@ -18,7 +18,6 @@ from netfl.fl.build import build_devices, build_server
 from netfl.fl.device import Devices
 from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
-from netfl.learning.evaluation import EvalSchedule
 from netfl.learning.learner import Learner, NullLearner
 from netfl.radio.build import build_radio
 from netfl.radio.network import Network
@@ -55,13 +54,6 @@ def _learner(scenario: Scenario, population: Population, streams: Streams) -> tu
     learner = build_learner(scenario.learning, population, streams)
     bits = scenario.fl.model_size_bits or learner.model_size_bits
     return learner, bits
-
-
-def _eval_schedule(scenario: Scenario) -> EvalSchedule:
-    learning = scenario.learning
-    if learning is None:
-        return EvalSchedule(rounds=scenario.fl.rounds)
-    return EvalSchedule(learning.eval_every_rounds, learning.eval_every_s, scenario.fl.rounds)
 
 
 def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | None = None) -> World:
@@ -101,7 +93,6 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         strategy=strategy,
         timeline=timeline,
         streams=streams,
-        eval_schedule=_eval_schedule(scenario),
         on_round=on_round,
     )
     client_columns: dict[str, Any] = {

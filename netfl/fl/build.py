@@ -64,10 +64,9 @@ def build_server(
     strategy: Strategy,
     timeline: Timeline,
     streams: Streams,
-    eval_schedule: EvalSchedule,
     on_round: Callable[[RoundRecord], None] | None = None,
 ) -> Server:
-    """The FL server, evaluating the global model when ``eval_schedule`` says."""
+    """The FL server, evaluating the global model on the scenario's schedule."""
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
     contexts = None
     if "data_context" in strategy.requires:
@@ -85,10 +84,19 @@ def build_server(
         timeline=timeline,
         request_rng=streams.get("fl.request"),
         energy=energy,
-        eval_schedule=eval_schedule,
+        eval_schedule=eval_schedule(scenario),
         on_round=on_round,
         contexts=contexts,
     )
+
+
+def eval_schedule(scenario: Scenario) -> EvalSchedule:
+    """When the global model is evaluated: ``learning.eval_every_rounds``/``_s`` and after
+    the last round (only after the last one in timing-only runs)."""
+    learning = scenario.learning
+    if learning is None:
+        return EvalSchedule(rounds=scenario.fl.rounds)
+    return EvalSchedule(learning.eval_every_rounds, learning.eval_every_s, scenario.fl.rounds)
 
 
 def fastest_round_s(
