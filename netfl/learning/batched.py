@@ -144,10 +144,17 @@ def batch_plan(
     rows = torch.zeros(n_steps, len(plans), width, dtype=torch.int64)
     weight = torch.zeros(n_steps, len(plans), width)
     for k, (batches, indices) in enumerate(zip(plans, client_indices, strict=True)):
+        if not batches:
+            continue
+        # One scatter per client: position i of the concatenated batches goes to
+        # (its step, its slot in that step's batch).
+        lengths = torch.tensor([len(b) for b in batches])
+        step = torch.repeat_interleave(torch.arange(len(batches)), lengths)
+        first = torch.repeat_interleave(lengths.cumsum(0) - lengths, lengths)
+        slot = torch.arange(len(step)) - first
         host = indices.cpu()  # already on the host when called from the learner
-        for s, batch in enumerate(batches):
-            rows[s, k, : len(batch)] = host[batch]
-            weight[s, k, : len(batch)] = 1.0
+        rows[step, k, slot] = host[torch.cat(batches)]
+        weight[step, k, slot] = 1.0
     return BatchPlan(rows, weight, weight.sum(dim=2) > 0)
 
 
