@@ -250,11 +250,14 @@ class BatchedTrainer:
         rows = plan.rows.to(self.device, non_blocking=True)
         weight = plan.weight.to(self.device, non_blocking=True)
         active = plan.active.to(self.device, non_blocking=True)
+        # Known on the host, so no synchronisation: steps where every client is active
+        # take the plain update, the others the masked one.
+        everyone = plan.active.all(dim=1).tolist()
         losses = torch.zeros(plan.n_steps, n_clients, device=self.device)
         for s in range(plan.n_steps):
             loss = self._loss(params, buffers, x[rows[s]], y[rows[s]], weight[s])
             grads = torch.autograd.grad(loss.sum(), list(params.values()))
-            self._sgd_step(params, grads, velocity, active[s], sgd)
+            self._sgd_step(params, grads, velocity, None if everyone[s] else active[s], sgd)
             losses[s] = loss.detach()
         state = {n: params[n].detach() if n in params else buffers[n] for n in global_state}
         return state, losses
@@ -283,14 +286,19 @@ class BatchedTrainer:
         params: dict[str, torch.Tensor],
         grads: Sequence[torch.Tensor],
         velocity: dict[str, torch.Tensor],
-        active: torch.Tensor,
+        active: torch.Tensor | None,
         sgd: LocalSGD,
     ) -> None:
-        """torch.optim.SGD's update, applied to active clients only."""
+        """torch.optim.SGD's update, applied to active clients only (None: every client)."""
         for (name, param), grad in zip(params.items(), grads, strict=True):
-            keep = active.view((-1,) + (1,) * (param.dim() - 1))
             if sgd.weight_decay:
-                grad = grad + sgd.weight_decay * param
+                grad = grad.add(param, alpha=sgd.weight_decay)
+            if active is None:  # in place, as torch.optim.SGD does it
+                if sgd.momentum:
+                    grad = velocity[name].mul_(sgd.momentum).add_(grad)
+                param.add_(grad, alpha=-sgd.lr)
+                continue
+            keep = active.view((-1,) + (1,) * (param.dim() - 1))
             if sgd.momentum:
                 buffer = torch.where(keep, sgd.momentum * velocity[name] + grad, velocity[name])
                 velocity[name] = buffer
