@@ -172,6 +172,19 @@ def test_masked_batch_norm_equals_batch_norm():
         assert torch.allclose(getattr(again, name).float(), getattr(reference, name).float())
 
 
+def test_masked_batch_norm_keeps_fp32_statistics_of_bf16_input():
+    """Under bf16 autocast (CUDA) convolutions hand batch norm bf16 activations; the
+    statistics are those nn.BatchNorm2d computes in fp32 from the same (rounded) values."""
+    torch.manual_seed(4)
+    x = (3 * torch.randn(20, 8, 6, 6) + 1.7).bfloat16()
+    reference = nn.BatchNorm2d(8)
+    expected = reference(x.float())
+    masked = MaskedBatchNorm(nn.BatchNorm2d(8))
+    assert torch.allclose(masked(x).float(), expected, atol=1e-5)
+    assert torch.allclose(masked.running_mean, reference.running_mean, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(masked.running_var, reference.running_var, rtol=1e-5)
+
+
 def test_minibatch_plans():
     generator = torch.Generator().manual_seed(0)
     epochs = minibatches(23, LocalSGD(0.1, 2, 10), generator)
