@@ -222,11 +222,12 @@ class BatchedTrainer:
             plan = batch_plan(client_indices[part], seeds[part], sgd)
             state, loss = self._train_chunk(global_state, x, y, plan, sgd)
             states.append(state)
-            losses.append(loss.cpu())
+            losses.append(loss)  # to the host after the last chunk: chunks queue up on a GPU
             actives.append(plan.active)
         stacked = {k: torch.cat([s[k] for s in states]) for k in global_state}
         means, stds = [], []
         for loss, active in zip(losses, actives, strict=True):
+            loss = loss.cpu()
             for k in range(loss.shape[1]):
                 mean, std = loss_summary(loss[:, k][active[:, k]])
                 means.append(mean)
