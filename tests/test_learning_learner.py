@@ -195,3 +195,6 @@ def test_null_learner_signals_are_nan():
     assert learner.update_samples.tolist() == [3, 4]
     assert learner.client_columns() == {}
     assert math.isnan(learner.evaluate().accuracy)
+    result = learner.local_update(0, np.array([1]))
+    assert result.n_samples.tolist() == [4] and np.isnan(result.loss_mean).all()
+    assert result.states == {} and len(learner.local_update(0, []).clients) == 0

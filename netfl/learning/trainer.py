@@ -77,6 +77,16 @@ class LocalResult:
     update_vectors: np.ndarray | None = None
     update_scale: np.ndarray | None = None
 
+    @classmethod
+    def untrained(cls, clients: np.ndarray, n_samples: np.ndarray) -> LocalResult:
+        """A local update that was not computed: no states, NaN losses, no vectors.
+
+        ``n_samples`` is every client's data size, indexed by client id.
+        """
+        clients = np.asarray(clients, dtype=np.int64)
+        nan = np.full(len(clients), np.nan)
+        return cls(clients, {}, n_samples[clients], nan, nan.copy())
+
 
 class Trainer(Protocol):
     """A backend that trains a round's clients from the global state."""
