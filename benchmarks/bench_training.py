@@ -132,7 +132,8 @@ def run(args: argparse.Namespace) -> list[Row]:
             times = time_backends(trainers, model, shape, k, n, sgd, device, args.repeats)
             for backend, seconds in times.items():
                 gflops = per_sample * k * n * args.epochs / seconds / 1e9
-                top = peak(device, args.bf16)
+                # The sequential reference has no bf16 autocast: compare it with fp32 peak.
+                top = peak(device, args.bf16 and backend != "sequential")
                 fraction = None if top is None else gflops / 1e3 / top
                 rows.append(
                     Row(

@@ -42,6 +42,14 @@ def test_zero_weight_client_leaves_aggregate_unchanged():
         assert torch.equal(with_zero[name], without[name])
 
 
+def test_fedavg_rounds_integer_buffers_down():
+    """Integer buffers (batch-norm step counters) stay integers: the weighted mean of
+    steps (0, 4, 8) with weights (1, 2, 0) is (1*0 + 2*4) / 3 = 2.67, rounded down to 2."""
+    out = fedavg(_states(3), torch.tensor([1.0, 2.0, 0.0]))
+    assert out["steps"].dtype == torch.int64
+    assert int(out["steps"]) == 2
+
+
 def test_all_zero_weights_keep_the_old_model():
     assert fedavg(_states(2), torch.zeros(2)) is None
 

@@ -183,6 +183,7 @@ def test_synthetic_devices_sizes_and_owners():
     sizes = np.bincount(data.train_owner, minlength=30) + np.bincount(data.test_owner, minlength=30)
     assert sizes.min() >= 50
     test_share = np.bincount(data.test_owner, minlength=30) / sizes
+    # round(0.2 n) test rows per device: |share - 0.2| <= 0.5 / n <= 0.01 for n >= 50.
     assert np.allclose(test_share, 0.2, atol=0.011)
     again = load_synthetic(config, np.random.default_rng(4), 30)
     assert np.array_equal(data.x_train.numpy(), again.x_train.numpy())

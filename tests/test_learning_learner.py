@@ -162,6 +162,7 @@ def test_learning_rate_schedule():
 
 
 def test_update_samples_follow_epochs_or_steps():
+    # PARTS sizes (20, 25, 0, 15): E n_k with E = 5; tau min(b, n_k) with tau = 3, b = 16.
     assert _learner(PARTS, local_epochs=5).update_samples.tolist() == [100, 125, 0, 75]
     steps = _learner(PARTS, local_steps=3, batch_size=16)
     assert steps.update_samples.tolist() == [48, 48, 0, 45]
@@ -194,3 +195,6 @@ def test_null_learner_signals_are_nan():
     assert learner.update_samples.tolist() == [3, 4]
     assert learner.client_columns() == {}
     assert math.isnan(learner.evaluate().accuracy)
+    result = learner.local_update(0, np.array([1]))
+    assert result.n_samples.tolist() == [4] and np.isnan(result.loss_mean).all()
+    assert result.states == {} and len(learner.local_update(0, []).clients) == 0

@@ -90,6 +90,8 @@ def test_models_refuse_the_wrong_input_kind():
 
 
 def test_every_registered_model_builds():
+    # Every registered model has its parameter count pinned in CASES.
+    assert set(MODELS) == {case[0] for case in CASES}
     for name in MODELS:
         shape = (60,) if name == "logistic_regression" else (3, 32, 32)
         if name == "rbcsf_fmnist_cnn":

@@ -54,15 +54,16 @@ SGDS = [
 ]
 
 
-@pytest.mark.parametrize("sgd", SGDS)
-@pytest.mark.parametrize("make", [_bn_cnn, _mlp])
-def test_batched_equals_sequential(make, sgd):
-    """Same client updates to 1e-5 (fp32, CPU, no dropout), batch norm included."""
+def _batched_and_reference(make, sgd, sizes):
+    """Both backends on the same clients; asserts they agree to 1e-5 (fp32, CPU, no
+    dropout, batch norm included) and returns (global state, batched result)."""
     model = make()
-    x, y, indices = _data(SIZES)
+    x, y, indices = _data(sizes)
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    seeds = [11, 12, 13, 14, 15]
+    seeds = [11 + k for k in range(len(sizes))]
     reference = SequentialTrainer(model, CPU).train(state, x, y, indices, seeds, sgd)
+    for name, value in model.state_dict().items():  # the caller's model is not trained
+        assert torch.equal(value, state[name])
     batched = BatchedTrainer(model, CPU, vectorize_convolutions=True)
     assert batched.fallback is None
     result = batched.train(state, x, y, indices, seeds, sgd)
@@ -70,10 +71,25 @@ def test_batched_equals_sequential(make, sgd):
         assert torch.allclose(result[0][name].float(), reference[0][name].float(), atol=1e-5)
     assert np.allclose(result[1], reference[1], atol=1e-5, equal_nan=True)
     assert np.allclose(result[2], reference[2], atol=1e-5, equal_nan=True)
+    return state, result
+
+
+@pytest.mark.parametrize("sgd", SGDS)
+@pytest.mark.parametrize("make", [_bn_cnn, _mlp])
+def test_batched_equals_sequential(make, sgd):
+    """Ragged clients: every step has an inactive client, so every update is masked."""
+    state, result = _batched_and_reference(make, sgd, SIZES)
     # The client without data keeps the global model and reports no loss.
     for name in state:
         assert torch.equal(result[0][name][2], state[name])
     assert np.isnan(result[1][2])
+
+
+@pytest.mark.parametrize("sgd", SGDS)
+@pytest.mark.parametrize("make", [_bn_cnn, _mlp])
+def test_batched_equals_sequential_when_every_client_steps(make, sgd):
+    """Equal sizes: every client is active at every step (the unmasked update)."""
+    _batched_and_reference(make, sgd, [24, 24, 24])
 
 
 def test_chunks_of_clients_give_the_same_updates():
@@ -118,6 +134,22 @@ def test_inactive_clients_keep_weights_and_momentum_exactly():
     assert torch.allclose(params["b"][0], expected_b)
 
 
+def test_the_unmasked_step_is_the_masked_step_with_everyone_active():
+    trainer = BatchedTrainer(_mlp(), CPU)
+    sgd = LocalSGD(0.1, 1, 4, momentum=0.9, weight_decay=0.01)
+    generator = torch.Generator().manual_seed(3)
+    params = {"w": torch.randn(3, 4, generator=generator), "b": torch.randn(3, generator=generator)}
+    velocity = {n: torch.randn(p.shape, generator=generator) for n, p in params.items()}
+    grads = [torch.randn(p.shape, generator=generator) for p in params.values()]
+    masked_params = {n: p.clone() for n, p in params.items()}
+    masked_velocity = {n: v.clone() for n, v in velocity.items()}
+    trainer._sgd_step(masked_params, grads, masked_velocity, torch.ones(3, dtype=torch.bool), sgd)
+    trainer._sgd_step(params, grads, velocity, None, sgd)
+    for name in params:
+        assert torch.allclose(params[name], masked_params[name], atol=1e-7)
+        assert torch.allclose(velocity[name], masked_velocity[name], atol=1e-7)
+
+
 def test_cpu_convolutions_fall_back_to_the_reference_loop():
     assert BatchedTrainer(_bn_cnn(), CPU).fallback is not None
     assert BatchedTrainer(_mlp(), CPU).fallback is None
@@ -136,6 +168,21 @@ def test_masked_batch_norm_equals_batch_norm():
     again = MaskedBatchNorm(nn.BatchNorm2d(3))
     again.sample_mask = torch.cat([torch.ones(6), torch.zeros(2)])
     assert torch.allclose(again(padded)[:6], reference.__class__(3)(x), atol=1e-5)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        assert torch.allclose(getattr(again, name).float(), getattr(reference, name).float())
+
+
+def test_masked_batch_norm_keeps_fp32_statistics_of_bf16_input():
+    """Under bf16 autocast (CUDA) convolutions hand batch norm bf16 activations; the
+    statistics are those nn.BatchNorm2d computes in fp32 from the same (rounded) values."""
+    torch.manual_seed(4)
+    x = (3 * torch.randn(20, 8, 6, 6) + 1.7).bfloat16()
+    reference = nn.BatchNorm2d(8)
+    expected = reference(x.float())
+    masked = MaskedBatchNorm(nn.BatchNorm2d(8))
+    assert torch.allclose(masked(x).float(), expected, atol=1e-5)
+    assert torch.allclose(masked.running_mean, reference.running_mean, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(masked.running_var, reference.running_var, rtol=1e-5)
 
 
 def test_minibatch_plans():

@@ -77,6 +77,9 @@ class MaskedBatchNorm(nn.Module):
             return F.batch_norm(
                 x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
             )
+        # Statistics in fp32 also under bf16 autocast, as nn.BatchNorm* computes them there
+        # (in bf16 the running variance was off by about 0.3%).
+        x = x.float()
         reduce = [0, *range(2, x.dim())]
         mask = getattr(self, MASK)
         if mask.shape[0] != x.shape[0]:  # used on its own, without a mask: every sample
@@ -144,10 +147,17 @@ def batch_plan(
     rows = torch.zeros(n_steps, len(plans), width, dtype=torch.int64)
     weight = torch.zeros(n_steps, len(plans), width)
     for k, (batches, indices) in enumerate(zip(plans, client_indices, strict=True)):
+        if not batches:
+            continue
+        # One scatter per client: position i of the concatenated batches goes to
+        # (its step, its slot in that step's batch).
+        lengths = torch.tensor([len(b) for b in batches])
+        step = torch.repeat_interleave(torch.arange(len(batches)), lengths)
+        first = torch.repeat_interleave(lengths.cumsum(0) - lengths, lengths)
+        slot = torch.arange(len(step)) - first
         host = indices.cpu()  # already on the host when called from the learner
-        for s, batch in enumerate(batches):
-            rows[s, k, : len(batch)] = host[batch]
-            weight[s, k, : len(batch)] = 1.0
+        rows[step, k, slot] = host[torch.cat(batches)]
+        weight[step, k, slot] = 1.0
     return BatchPlan(rows, weight, weight.sum(dim=2) > 0)
 
 
@@ -212,11 +222,12 @@ class BatchedTrainer:
             plan = batch_plan(client_indices[part], seeds[part], sgd)
             state, loss = self._train_chunk(global_state, x, y, plan, sgd)
             states.append(state)
-            losses.append(loss.cpu())
+            losses.append(loss)  # to the host after the last chunk: chunks queue up on a GPU
             actives.append(plan.active)
         stacked = {k: torch.cat([s[k] for s in states]) for k in global_state}
         means, stds = [], []
         for loss, active in zip(losses, actives, strict=True):
+            loss = loss.cpu()
             for k in range(loss.shape[1]):
                 mean, std = loss_summary(loss[:, k][active[:, k]])
                 means.append(mean)
@@ -243,11 +254,14 @@ class BatchedTrainer:
         rows = plan.rows.to(self.device, non_blocking=True)
         weight = plan.weight.to(self.device, non_blocking=True)
         active = plan.active.to(self.device, non_blocking=True)
+        # Known on the host, so no synchronisation: steps where every client is active
+        # take the plain update, the others the masked one.
+        everyone = plan.active.all(dim=1).tolist()
         losses = torch.zeros(plan.n_steps, n_clients, device=self.device)
         for s in range(plan.n_steps):
             loss = self._loss(params, buffers, x[rows[s]], y[rows[s]], weight[s])
             grads = torch.autograd.grad(loss.sum(), list(params.values()))
-            self._sgd_step(params, grads, velocity, active[s], sgd)
+            self._sgd_step(params, grads, velocity, None if everyone[s] else active[s], sgd)
             losses[s] = loss.detach()
         state = {n: params[n].detach() if n in params else buffers[n] for n in global_state}
         return state, losses
@@ -276,14 +290,19 @@ class BatchedTrainer:
         params: dict[str, torch.Tensor],
         grads: Sequence[torch.Tensor],
         velocity: dict[str, torch.Tensor],
-        active: torch.Tensor,
+        active: torch.Tensor | None,
         sgd: LocalSGD,
     ) -> None:
-        """torch.optim.SGD's update, applied to active clients only."""
+        """torch.optim.SGD's update, applied to active clients only (None: every client)."""
         for (name, param), grad in zip(params.items(), grads, strict=True):
-            keep = active.view((-1,) + (1,) * (param.dim() - 1))
             if sgd.weight_decay:
-                grad = grad + sgd.weight_decay * param
+                grad = grad.add(param, alpha=sgd.weight_decay)
+            if active is None:  # in place, as torch.optim.SGD does it
+                if sgd.momentum:
+                    grad = velocity[name].mul_(sgd.momentum).add_(grad)
+                param.add_(grad, alpha=-sgd.lr)
+                continue
+            keep = active.view((-1,) + (1,) * (param.dim() - 1))
             if sgd.momentum:
                 buffer = torch.where(keep, sgd.momentum * velocity[name] + grad, velocity[name])
                 velocity[name] = buffer

@@ -123,8 +123,7 @@ class NullLearner:
         self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
     ) -> LocalResult:
         _check_wants(want)
-        nan = np.full(len(clients), np.nan)
-        return LocalResult(np.asarray(clients), {}, self._n_samples[clients], nan, nan.copy())
+        return LocalResult.untrained(clients, self._n_samples)
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         return None

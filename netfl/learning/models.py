@@ -96,6 +96,8 @@ def rbcsf_fmnist_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     Two 5x5 convolutions with 20 and 50 channels, each followed by 2x2 max pooling, FC 500
     with ReLU, softmax output. Padding is not stated; unpadded (the classic LeNet of this
     shape) gives 50x4x4 after the second pooling and 431,080 parameters on 28x28 input.
+    As in that LeNet and in the paper's text, the only activation is the FC layer's ReLU
+    (none after the convolutions).
     """
     channels, height, width = _image_shape(input_shape, "rbcsf_fmnist_cnn")
     for _ in range(2):

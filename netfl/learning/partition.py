@@ -8,7 +8,9 @@ Kinds (``learning.partition.kind``):
 - ``dirichlet``: label skew of Hsu et al. (2019), cited by UCB-CS, RBCS-F and GPFL: device
   k's label mix q_k ~ Dir(alpha p), p the training set's label distribution; sizes from
   n_samples or even; samples disjoint. (RBCS-F writes Dir(gamma_1 * ones), i.e. alpha =
-  n_classes * gamma_1.)
+  n_classes * gamma_1 on balanced classes. GPFL's Dir, 001 Sec. V-A, draws q_k the same
+  way but sizes the devices by a quadratic program, min ||x|| s.t. Q x = label totals,
+  which netfl does not do: its sizes stay n_samples or even.)
 - ``shards``: McMahan et al.'s pathological split used by GPFL (1SPC / 2SPC,
   001_67fd41493d1b216a.txt Sec. V-A): sort by label, cut into shards_per_client x K
   equal shards, give each device shards_per_client of them at random;
@@ -18,7 +20,8 @@ Kinds (``learning.partition.kind``):
   holds samples of the same ``labels_per_cluster`` labels (label skew by cluster: the
   population NCCB's context-aware selection, 004_1839f3fcd266bde6.txt, is built for).
 
-The last three set the sizes themselves (``n_samples`` is refused when validating).
+``shards``, ``power_law`` and ``natural`` set the sizes themselves (``n_samples`` is refused
+when validating); the others take them from ``n_samples`` or deal the set out evenly.
 """
 
 from __future__ import annotations

@@ -77,6 +77,16 @@ class LocalResult:
     update_vectors: np.ndarray | None = None
     update_scale: np.ndarray | None = None
 
+    @classmethod
+    def untrained(cls, clients: np.ndarray, n_samples: np.ndarray) -> LocalResult:
+        """A local update that was not computed: no states, NaN losses, no vectors.
+
+        ``n_samples`` is every client's data size, indexed by client id.
+        """
+        clients = np.asarray(clients, dtype=np.int64)
+        nan = np.full(len(clients), np.nan)
+        return cls(clients, {}, n_samples[clients], nan, nan.copy())
+
 
 class Trainer(Protocol):
     """A backend that trains a round's clients from the global state."""
@@ -125,7 +135,9 @@ class SequentialTrainer:
     """Reference backend: train each client in turn with a plain module and optimizer."""
 
     def __init__(self, model: nn.Module, device: torch.device) -> None:
-        self.template = model.to(device)
+        # One working copy, reloaded from the global state for each client (a deepcopy per
+        # client cost a fifth of a round for small models); the caller's model is untouched.
+        self.model = copy.deepcopy(model).to(device)
         self.device = device
 
     def train(
@@ -140,10 +152,10 @@ class SequentialTrainer:
         """Return stacked states, per-client mean and std of minibatch losses."""
         states: list[dict[str, torch.Tensor]] = []
         means, stds = [], []
+        model = self.model
+        model.train()
         for indices, seed in zip(client_indices, seeds, strict=True):
-            model = copy.deepcopy(self.template)
             model.load_state_dict(global_state)
-            model.train()
             optimizer = torch.optim.SGD(
                 model.parameters(),
                 lr=sgd.lr,
@@ -151,9 +163,11 @@ class SequentialTrainer:
                 weight_decay=sgd.weight_decay,
             )
             generator = torch.Generator().manual_seed(int(seed))
+            batches = minibatches(len(indices), sgd, generator)
+            # The client's rows in minibatch order, moved to the data's device once.
+            order = indices[torch.cat(batches)].to(x.device) if batches else indices
             losses = []
-            for batch in minibatches(len(indices), sgd, generator):
-                rows = indices[batch].to(x.device)
+            for rows in order.split([len(b) for b in batches]):
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()
