@@ -117,7 +117,6 @@ def _progress(args: argparse.Namespace, scenario: Scenario) -> RunProgress:
 
     return RunProgress(
         scenario.fl.rounds,
-        scenario.fl.time_budget_s,
         mode="quiet" if args.quiet else "auto",
         every=scenario.output.progress_every_rounds,
     )

@@ -6,7 +6,7 @@ import math
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -20,6 +20,31 @@ from rich.progress import (
 )
 
 from netfl.trace.tables import RoundRecord
+
+
+def pick_mode(mode: str, stream: TextIO) -> str:
+    """``"auto"`` becomes a live bar on a terminal and log lines otherwise."""
+    if mode == "auto":
+        return "bar" if stream.isatty() else "log"
+    return mode
+
+
+def start_bar(
+    stream: TextIO, unit: str, fields: str, total: int | None, **values: Any
+) -> tuple[Progress, TaskID]:
+    """A started rich bar ``<unit> done/total [bar] <fields> elapsed eta``."""
+    bar = Progress(
+        TextColumn(unit),
+        MofNCompleteColumn(),
+        BarColumn(),
+        TextColumn(fields),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=Console(file=stream),
+    )
+    bar.start()
+    return bar, bar.add_task(unit, total=total, **values)
 
 
 def _accuracy(value: float) -> str:
@@ -36,17 +61,13 @@ class RunProgress:
     def __init__(
         self,
         total_rounds: int | None,
-        time_budget_s: float | None,
         mode: str = "auto",
         every: int = 1,
         stream: TextIO | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
-        if mode == "auto":
-            mode = "bar" if self.stream.isatty() else "log"
-        self.mode = mode
+        self.mode = pick_mode(mode, self.stream)
         self.total_rounds = total_rounds
-        self.time_budget_s = time_budget_s
         self.every = every
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -55,20 +76,13 @@ class RunProgress:
 
     def __enter__(self) -> RunProgress:
         if self.mode == "bar":
-            self._progress = Progress(
-                TextColumn("round"),
-                MofNCompleteColumn(),
-                BarColumn(),
-                TextColumn("sim {task.fields[sim]}  acc {task.fields[acc]}"),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
-                console=Console(file=self.stream),
-                transient=False,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(
-                "run", total=self.total_rounds, sim="0.0 s", acc=_accuracy(math.nan)
+            self._progress, self._task = start_bar(
+                self.stream,
+                "round",
+                "sim {task.fields[sim]}  acc {task.fields[acc]}",
+                self.total_rounds,
+                sim="0.0 s",
+                acc=_accuracy(math.nan),
             )
         return self
 

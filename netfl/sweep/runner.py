@@ -9,18 +9,10 @@ from types import TracebackType
 from typing import Any, TextIO
 
 import pandas as pd
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TaskID
 
 from netfl.errors import NetflError
+from netfl.progress import pick_mode, start_bar
 from netfl.rundir import write_text
 from netfl.sweep import backends
 from netfl.sweep.index import (
@@ -52,25 +44,16 @@ class SweepProgress:
 
     def __init__(self, total: int, mode: str = "auto", stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
-        self.mode = ("bar" if self.stream.isatty() else "log") if mode == "auto" else mode
+        self.mode = pick_mode(mode, self.stream)
         self.total, self.done, self.failed = total, 0, 0
         self._bar: Progress | None = None
         self._task: TaskID | None = None
 
     def __enter__(self) -> SweepProgress:
         if self.mode == "bar":
-            self._bar = Progress(
-                TextColumn("runs"),
-                MofNCompleteColumn(),
-                BarColumn(),
-                TextColumn("failed {task.fields[failed]}"),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
-                console=Console(file=self.stream),
+            self._bar, self._task = start_bar(
+                self.stream, "runs", "failed {task.fields[failed]}", self.total, failed=0
             )
-            self._bar.start()
-            self._task = self._bar.add_task("sweep", total=self.total, failed=0)
         return self
 
     def __exit__(
