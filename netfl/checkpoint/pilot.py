@@ -87,13 +87,6 @@ class PilotStrategy(Strategy):
         return {} if self.replaying else self.strategy.scores()
 
 
-def _untrained(clients: np.ndarray, n_samples: np.ndarray) -> LocalResult:
-    """A local update that was not computed: NaN losses, no states, no vectors."""
-    clients = np.asarray(clients, dtype=np.int64)
-    nan = np.full(len(clients), np.nan)
-    return LocalResult(clients, {}, n_samples[clients], nan, nan.copy())
-
-
 class PilotLearner:
     """What the server sees as the learner; ``replaying``: no training, recorded evaluations."""
 
@@ -118,9 +111,8 @@ class PilotLearner:
         self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
     ) -> LocalResult:
         if self.replaying:
-            return _untrained(clients, self.learner.n_samples)
-        update: Any = self.learner.local_update
-        return update(round, clients, want=want) if want else update(round, clients)
+            return LocalResult.untrained(clients, self.learner.n_samples)
+        return self.learner.local_update(round, clients, want=want)
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         if not self.replaying:
