@@ -328,6 +328,11 @@ class PollsOutsiders(Recorder):
         return [self.info.n_clients - 1, self.info.n_clients - 1]
 
 
+class SelectsFractions(Recorder):
+    def select(self, ctx):
+        return [float(c) + 0.5 for c in ctx.candidates[:1]]
+
+
 class PollsGossip(Recorder):
     poll_signal = "gossip"
 
@@ -336,7 +341,12 @@ class PollsGossip(Recorder):
 
 
 @pytest.mark.parametrize(
-    ("name", "message"), [("PollsOutsiders", "polled"), ("PollsGossip", "gossip")]
+    ("name", "message"),
+    [
+        ("PollsOutsiders", "polled"),
+        ("PollsGossip", "gossip"),
+        ("SelectsFractions", "not integer client ids"),
+    ],
 )
 def test_a_bad_poll_breaks_the_contract(name, message):
     from netfl.fl.server import StrategyContractError

@@ -17,7 +17,7 @@ once).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -226,13 +226,21 @@ class Server:
         )
 
     @staticmethod
-    def _distinct_candidates(ctx: SelectionContext, what: str, chosen: list[int]) -> None:
+    def _distinct_candidates(ctx: SelectionContext, what: str, ids: Iterable[Any]) -> list[int]:
+        """The strategy's ids as ints, if they are distinct integer candidates."""
+        ids = list(ids)
+        if not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in ids):
+            raise StrategyContractError(
+                f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
+            )
+        chosen = [int(c) for c in ids]
         allowed = set(ctx.candidates.tolist())
         if len(set(chosen)) != len(chosen) or not set(chosen) <= allowed:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
                 " candidates"
             )
+        return chosen
 
     def _poll(
         self, ctx: SelectionContext, limit: float | None
@@ -247,10 +255,9 @@ class Server:
         (``loss`` or ``update_vector``, NaN where unanswered) with ``polled``.
         """
         choose = getattr(self.strategy, "choose_polled", None)
-        clients = [int(c) for c in choose(ctx)] if choose is not None else []
+        clients = self._distinct_candidates(ctx, "polled", choose(ctx) if choose else [])
         if not clients:
             return ctx.features
-        self._distinct_candidates(ctx, "polled", clients)
         signal = str(self.strategy.poll_signal)
         if signal not in POLL_SIGNALS:
             raise StrategyContractError(
@@ -281,8 +288,7 @@ class Server:
         return features
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
-        chosen = [int(c) for c in self.strategy.select(ctx)]
-        self._distinct_candidates(ctx, "selected", chosen)
+        chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx))
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
