@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
+from channel_models.itu_m2135 import OutOfRange
+from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
 from netfl.config.dist import Distribution, Uniform
 
@@ -22,6 +24,11 @@ from netfl.config.dist import Distribution, Uniform
 LTE_RB_PER_BANDWIDTH = {1.4e6: 6, 3e6: 15, 5e6: 25, 10e6: 50, 15e6: 75, 20e6: 100}
 RB_BANDWIDTH_HZ = 180e3
 """One RB: 12 subcarriers x 15 kHz."""
+
+# The radio model's choices are defined here, once; netfl.radio imports them.
+Policy = Literal["fifo", "equal", "proportional_fair"]
+"""How a direction's RBs are shared by concurrent transfers."""
+FastFading = Literal["none", "rayleigh", "rayleigh_block"]
 
 Decibels = Annotated[float, Field(allow_inf_nan=False, ge=-200.0, le=200.0)]
 """A finite level or gain in dB (dBm, dBi): any finite dBm value is a positive power."""
@@ -45,9 +52,6 @@ class FixedRadioConfig(StrictModel):
         default=Uniform(dist="uniform", low=5e6, high=20e6),
         description="Downlink rate per device, bit/s (drawn once per device).",
     )
-
-
-Policy = Literal["fifo", "equal", "proportional_fair"]
 
 
 class LinkConfig(StrictModel):
@@ -146,9 +150,12 @@ class ShannonWithLossConfig(StrictModel):
     kind: Literal["shannon_with_loss"] = Field(
         default="shannon_with_loss", description="Rate mapping."
     )
-    loss_db: NonNegativeFloat = Field(default=1.6, description="Implementation loss Δ, dB.")
+    loss_db: NonNegativeFloat = Field(
+        default=ShannonWithLoss.loss_db, description="Implementation loss Δ, dB."
+    )
     max_spectral_efficiency: PositiveFloat = Field(
-        default=4.8, description="Spectral-efficiency cap ρ_max, bit/s/Hz."
+        default=ShannonWithLoss.max_efficiency_bps_hz,
+        description="Spectral-efficiency cap ρ_max, bit/s/Hz.",
     )
 
 
@@ -157,7 +164,7 @@ class LteCqiConfig(StrictModel):
 
     kind: Literal["lte_cqi"] = Field(default="lte_cqi", description="Rate mapping.")
     target_ber: PositiveFloat = Field(
-        default=5e-5, lt=0.2, description="Target bit error rate that sets the gap."
+        default=LteCqi.target_ber, lt=0.2, description="Target bit error rate that sets the gap."
     )
 
 
@@ -180,7 +187,7 @@ class LteRadioConfig(StrictModel):
         ),
     )
     carrier_frequency_hz: Hertz = Field(default=2.5e9, description="Carrier frequency, Hz.")
-    out_of_range: Literal["refuse", "clip"] = Field(
+    out_of_range: OutOfRange = Field(
         default="refuse",
         description=(
             "Distances outside the path-loss model's validity: refuse the scenario, or"
@@ -196,7 +203,7 @@ class LteRadioConfig(StrictModel):
         default=True,
         description="Log-normal shadowing, drawn once per device (the model's sigma).",
     )
-    fast_fading: Literal["none", "rayleigh", "rayleigh_block"] = Field(
+    fast_fading: FastFading = Field(
         default="none",
         description=(
             "`rayleigh`: rates average over Rayleigh fading during a transfer (and"

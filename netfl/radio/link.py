@@ -28,16 +28,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from channel_models.itu_m2135 import OutOfRange
 from channel_models.rate import RateMapping, db_to_linear, linear_to_db
-from netfl.config.radio import RB_BANDWIDTH_HZ
+from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading
 
 THERMAL_NOISE_DBM_HZ = -174.0
-FastFading = Literal["none", "rayleigh", "rayleigh_block"]
 _QUANTILES = (np.arange(256) + 0.5) / 256
 
 

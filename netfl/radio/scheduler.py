@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import get_args
 
 import simpy
 
-Policy = Literal["fifo", "equal", "proportional_fair"]
-POLICIES: tuple[Policy, ...] = ("fifo", "equal", "proportional_fair")
+from netfl.config.radio import Policy
+
+POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 
 def allocate_fifo(caps: Sequence[float], n_rb: float) -> list[float]:
