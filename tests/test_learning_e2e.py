@@ -115,6 +115,7 @@ def test_partitions_that_set_sizes_refuse_n_samples(write_scenario, tiny):
         ({"dataset_params": {"alpha": 1}}, "dataset digits takes no parameters"),
         ({"local_steps": 30}, "set exactly one of local_epochs and local_steps"),
         ({"bf16": True, "device": "cpu"}, "bf16 autocast is for cuda"),
+        ({"bf16": True, "backend": "sequential"}, "bf16 autocast is a feature of the batched"),
         ({"backend": "vmap"}, "learning.backend"),
     ],
 )
@@ -155,3 +156,26 @@ def test_resolved_scenario_fills_dataset_params(write_scenario, tiny):
     assert scenario.learning is not None
     assert scenario.learning.dataset_params["beta"] == 1.0
     assert scenario.learning.dataset_params["alpha"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("learning", "expected"),
+    [
+        ({"data_root": "/no/such/folder"}, "learning.data_root: the digits dataset reads no"),
+        ({"bf16": True, "device": "auto"}, "learning.bf16: no CUDA device"),
+    ],
+)
+def test_settings_without_effect_are_one_line_warnings(
+    write_scenario, tiny, tmp_path, capsys, learning, expected
+):
+    """A setting the run cannot use is said once, on one line, and the run goes on."""
+    import torch
+
+    if "bf16" in learning and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: bf16 applies")
+    tiny["learning"].update(learning)
+    tiny["fl"]["rounds"] = 1
+    path = write_scenario(tiny)
+    assert main(["simulate", str(path), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")]
+    assert len(warned) == 1 and expected in warned[0]

@@ -151,12 +151,16 @@ class Choice(_Dist):
                 raise ValueError(f"p must sum to 1 (sums to {sum(self.p):g})")
         return self
 
+    def probabilities(self) -> np.ndarray:
+        """``p``, or uniform when not given."""
+        n = len(self.values)
+        return np.full(n, 1 / n) if self.p is None else np.asarray(self.p, dtype=float)
+
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return rng.choice(np.asarray(self.values, dtype=float), size=size, p=self.p)
 
     def expected(self) -> float:
-        p = np.full(len(self.values), 1 / len(self.values)) if self.p is None else self.p
-        return float(np.dot(self.values, p))
+        return float(np.dot(self.values, self.probabilities()))
 
 
 def _number_is_constant(value: Any) -> Any:

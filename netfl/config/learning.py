@@ -264,6 +264,8 @@ class LearningConfig(StrictModel):
             raise ValueError("set eval_every_rounds, eval_every_s, or both")
         if self.bf16 and self.device == "cpu":
             raise ValueError("bf16 autocast is for cuda; set device to auto or cuda")
+        if self.bf16 and self.backend == "sequential":
+            raise ValueError("bf16 autocast is a feature of the batched backend")
         return self
 
 

@@ -40,12 +40,6 @@ def stationary_jobs(rho: float, rng: np.random.Generator, size: int) -> np.ndarr
     return rng.geometric(1.0 - rho, size) - 1
 
 
-def _choice_p(work: Choice) -> np.ndarray:
-    """The probabilities of a ``choice`` (uniform when not given)."""
-    n = len(work.values)
-    return np.full(n, 1 / n) if work.p is None else np.asarray(work.p, dtype=float)
-
-
 def _length_biased(work: object, rng: np.random.Generator, size: int) -> np.ndarray:
     """Draw from x f(x) / E[S] for the job-size distribution ``work``."""
     if isinstance(work, Constant):
@@ -59,7 +53,7 @@ def _length_biased(work: object, rng: np.random.Generator, size: int) -> np.ndar
         return rng.lognormal(math.log(work.median) + work.sigma**2, work.sigma, size)
     if isinstance(work, Choice):
         values = np.asarray(work.values, dtype=float)
-        weights = _choice_p(work) * values
+        weights = work.probabilities() * values
         return rng.choice(values, size=size, p=weights / weights.sum())
     raise TypeError(f"no length-biased sampler for {type(work).__name__}")
 
@@ -76,7 +70,7 @@ def second_moment(work: object) -> float:
         return work.median**2 * math.exp(2 * work.sigma**2)
     if isinstance(work, Choice):
         values = np.asarray(work.values, dtype=float)
-        return float(np.dot(_choice_p(work), values**2))
+        return float(np.dot(work.probabilities(), values**2))
     raise TypeError(f"no second moment for {type(work).__name__}")
 
 

@@ -33,6 +33,9 @@ DATASETS: dict[str, Entry] = {
     ),
 }
 
+#: Datasets generated or shipped with a package: they read nothing from learning.data_root.
+EMBEDDED_DATASETS = frozenset({"digits", "synthetic"})
+
 MODELS: dict[str, Entry] = {
     "digits_mlp": Entry(
         "netfl.learning.models:digits_mlp",

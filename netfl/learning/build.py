@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
 from netfl.config.learning import LearningConfig
-from netfl.errors import ScenarioError
+from netfl.errors import ScenarioError, ScenarioWarning
 from netfl.fl.population import Population
+from netfl.learning import EMBEDDED_DATASETS
 from netfl.learning.learner import TorchLearner, pick_device
 from netfl.learning.partition import PartitionError, partition
 from netfl.registry import datasets, models
@@ -48,4 +51,22 @@ def build_learner(config: LearningConfig, population: Population, streams: Strea
         device = pick_device(config.device)
     except RuntimeError as exc:
         raise ScenarioError.single("learning.device", str(exc)) from exc
+    _warn_ignored(config, device)
     return TorchLearner(config, dataset, parts, model, device, seed=torch_seed)
+
+
+def _warn_ignored(config: LearningConfig, device: torch.device) -> None:
+    """Say so when a setting has no effect, rather than ignore it silently."""
+    if config.data_root is not None and config.dataset in EMBEDDED_DATASETS:
+        warnings.warn(
+            f"learning.data_root: the {config.dataset} dataset reads no files; the folder is"
+            " not used",
+            ScenarioWarning,
+            stacklevel=3,
+        )
+    if config.bf16 and device.type != "cuda":
+        warnings.warn(
+            f"learning.bf16: no CUDA device (training on {device.type}), so training runs in fp32",
+            ScenarioWarning,
+            stacklevel=3,
+        )

@@ -121,6 +121,8 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise NetflError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if jobs < 1:
+        raise NetflError(f"jobs must be at least 1, got {jobs}")
     if backend == "ray":
         backends.import_ray()  # fail before writing anything
     sweep_dir = Path(out) if out is not None else Path("sweeps") / sweep.name

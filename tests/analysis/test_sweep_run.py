@@ -91,6 +91,13 @@ def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
     assert (result.index["status"] == "completed").all()
 
 
+def test_sweep_refuses_zero_jobs_from_the_api(tmp_path):
+    sweep = load_sweep(write_sweep(tmp_path, TIMING, STRATEGY_GRID))
+    with pytest.raises(NetflError, match="jobs must be at least 1"):
+        run_sweep(sweep, tmp_path / "out", jobs=0)
+    assert not (tmp_path / "out").exists()  # refused before anything is written
+
+
 def test_sweep_refuses_a_foreign_folder(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "thesis.tex").write_text("keep")
