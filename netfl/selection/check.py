@@ -113,6 +113,66 @@ def _feedback(
     )
 
 
+class SyntheticRounds:
+    """Drive a strategy outside the simulator: synthetic resource reports, polls and
+    feedback drawn from ``rng``, with each client's last reported times kept as the
+    server keeps them (also used by the checkpoint tests)."""
+
+    def __init__(self, info: PopulationInfo, rng: np.random.Generator) -> None:
+        self.info, self.rng = info, rng
+        n = info.n_clients
+        self.history = {
+            "update": np.zeros(n),
+            "upload": np.zeros(n),
+            "last_round": np.full(n, -10),
+        }
+
+    def context(self, strategy: Strategy, round_: int, n_candidates: int) -> SelectionContext:
+        """The round's context, after serving any poll the strategy asks for."""
+        ctx = _context(self.rng, self.info, round_, n_candidates, self.history)
+        return _poll(strategy, ctx, self.rng)
+
+    def feedback(
+        self, round_: int, selected: np.ndarray, nobody_reported: bool = False
+    ) -> RoundFeedback:
+        """The round's feedback; the reported times of the clients that completed."""
+        feedback = _feedback(self.rng, round_, selected, nobody_reported)
+        done = selected[feedback.completed]
+        self.history["update"][done] = feedback.update_time_s[feedback.completed]
+        self.history["upload"][done] = feedback.upload_time_s[feedback.completed]
+        self.history["last_round"][selected] = round_
+        return feedback
+
+
+def _checked_selection(strategy: Strategy, ctx: SelectionContext, n_candidates: int) -> list[int]:
+    """``strategy.select(ctx)``, after checking it against the contract."""
+    round_ = ctx.round
+    before = {
+        name: np.array(getattr(ctx, name))
+        for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
+    }
+    returned = list(strategy.select(ctx))
+    if not all(isinstance(c, int | np.integer) for c in returned):
+        raise StrategyCheckError(f"round {round_}: selected non-integer ids {returned}")
+    chosen = [int(c) for c in returned]
+    for name, value in before.items():
+        if not np.array_equal(value, getattr(ctx, name)):
+            raise StrategyCheckError(f"round {round_}: select() modified ctx.{name}")
+    if len(chosen) != len(set(chosen)):
+        raise StrategyCheckError(f"round {round_}: selected a client twice: {chosen}")
+    if len(chosen) > ctx.budget:
+        raise StrategyCheckError(f"round {round_}: selected {len(chosen)} > budget {ctx.budget}")
+    outside = set(chosen) - set(ctx.candidates.tolist())
+    if outside:
+        raise StrategyCheckError(f"round {round_}: selected non-candidates {sorted(outside)}")
+    if n_candidates >= ctx.budget and len(chosen) < ctx.budget and not _may_underfill(strategy):
+        raise StrategyCheckError(
+            f"round {round_}: selected {len(chosen)} of a budget of {ctx.budget}"
+            f" with {n_candidates} candidates"
+        )
+    return chosen
+
+
 def _run(
     factory: Callable[[], Strategy], seed: int, n_clients: int, budget: int, rounds: int
 ) -> list[list[int]]:
@@ -127,48 +187,16 @@ def _run(
     )
     strategy = factory()
     strategy.setup(info, np.random.default_rng(seed + 1))
-    history = {
-        "update": np.zeros(n_clients),
-        "upload": np.zeros(n_clients),
-        "last_round": np.full(n_clients, -10),
-    }
+    driver = SyntheticRounds(info, rng)
     selections: list[list[int]] = []
     for round_ in range(rounds):
-        n_cand = 0 if round_ == 2 else int(rng.integers(1, n_clients + 1))
-        ctx = _poll(strategy, _context(rng, info, round_, n_cand, history), rng)
-        before = {
-            name: np.array(getattr(ctx, name))
-            for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
-        }
-        returned = list(strategy.select(ctx))
-        if not all(isinstance(c, int | np.integer) for c in returned):
-            raise StrategyCheckError(f"round {round_}: selected non-integer ids {returned}")
-        chosen = [int(c) for c in returned]
-        for name, value in before.items():
-            if not np.array_equal(value, getattr(ctx, name)):
-                raise StrategyCheckError(f"round {round_}: select() modified ctx.{name}")
-        if len(chosen) != len(set(chosen)):
-            raise StrategyCheckError(f"round {round_}: selected a client twice: {chosen}")
-        if len(chosen) > ctx.budget:
-            raise StrategyCheckError(
-                f"round {round_}: selected {len(chosen)} > budget {ctx.budget}"
-            )
-        outside = set(chosen) - set(ctx.candidates.tolist())
-        if outside:
-            raise StrategyCheckError(f"round {round_}: selected non-candidates {sorted(outside)}")
-        if n_cand >= ctx.budget and len(chosen) < ctx.budget and not _may_underfill(strategy):
-            raise StrategyCheckError(
-                f"round {round_}: selected {len(chosen)} of a budget of {ctx.budget}"
-                f" with {n_cand} candidates"
-            )
+        # Round 2 has no candidates; in round 3 nobody reports back.
+        n_candidates = 0 if round_ == 2 else int(rng.integers(1, n_clients + 1))
+        chosen = _checked_selection(
+            strategy, driver.context(strategy, round_, n_candidates), n_candidates
+        )
         _check_scores(strategy, round_, info.n_clients)
-        selected = np.asarray(chosen, dtype=np.int64)
-        feedback = _feedback(rng, round_, selected, nobody_reported=(round_ == 3))
-        strategy.observe(feedback)
-        done = selected[feedback.completed]
-        history["update"][done] = feedback.update_time_s[feedback.completed]
-        history["upload"][done] = feedback.upload_time_s[feedback.completed]
-        history["last_round"][selected] = round_
+        strategy.observe(driver.feedback(round_, np.asarray(chosen, dtype=np.int64), round_ == 3))
         selections.append(chosen)
     return selections
 
