@@ -103,8 +103,11 @@ def _figure(result: Any) -> bytes:
         ax.set_ylabel("CDF (%)")
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
-    axes[0].set_title(f"{preset.title}", fontsize=10)
-    axes[1].set_title(reference.source, fontsize=6, wrap=True)
+    fig.suptitle(f"netfl calibrate {preset.name}: {preset.title}", fontsize=11)
+    fig.supxlabel(
+        f"reference: {preset.coupling_loss.source}; {preset.geometry.source}",
+        fontsize=6,
+    )
     xy = result.device_xy_m
     shown = slice(0, min(len(xy), 4000))
     axes[2].scatter(
