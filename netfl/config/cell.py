@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from netfl.config.base import (
     BitsPerSecond,
     Meters,
     NonNegativeInt,
+    PositiveInt,
     PositiveMeters,
+    Probability,
     Seconds,
     StrictModel,
     to_si,
@@ -52,7 +54,8 @@ class BackhaulConfig(StrictModel):
 
 
 class CellConfig(StrictModel):
-    """Geometry of the hexagonal cell; the base station sits at the centre."""
+    """Geometry of the hexagonal cell (the base station at the centre) or, with more than one
+    site or with sectors, of a multi-cell layout (docs/radio.md, "Multi-cell layouts")."""
 
     radius_m: PositiveMeters = Field(
         default=500.0, description="Hexagon circumradius (centre to corner), metres."
@@ -91,6 +94,98 @@ class CellConfig(StrictModel):
     backhaul: BackhaulConfig = Field(
         default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
     )
+    sites: int = Field(
+        default=1,
+        description=(
+            "Base-station sites on the hexagonal grid: 1, 7 or 19 (ISD = sqrt(3) radius_m)."
+            " More than one site, sectors: 3 or indoor_fraction > 0 selects the multi-cell"
+            " model: every site's cells schedule their own RBs, each device is served by its"
+            " strongest cell, and interference follows the transfers in flight."
+        ),
+    )
+    sectors: int = Field(
+        default=1,
+        description=(
+            "Cells per site: 1 (omni antenna) or 3 (3GPP sector antennas, boresights 30/150/270"
+            " degrees, TR 38.901 Table 7.3-1 element pattern)."
+        ),
+    )
+    wrap_around: bool = Field(
+        default=False,
+        description=(
+            "Wrap the 19-site layout around (each device sees the nearest image of every"
+            " site), so edge cells see two full rings of interferers. Needs sites: 19."
+        ),
+    )
+    indoor_fraction: Probability = Field(
+        default=0.0,
+        description=(
+            "Fraction of devices indoors, in [0, 1]: on floor n of a 4-8 floor building"
+            " (3 (n - 1) + 1.5 m high) with TR 38.901 outdoor-to-indoor loss (o2i_model) and a"
+            " uniform indoor distance; the others at ue_height_m (multi-cell model)."
+        ),
+    )
+    o2i_model: Literal["low_loss", "high_loss"] = Field(
+        default="low_loss",
+        description="TR 38.901 Table 7.4.3-2 building penetration model of indoor devices.",
+    )
+    sector_antenna_elements: PositiveInt = Field(
+        default=1,
+        description=(
+            "Vertical elements per sector antenna (sectors: 3); more than one steers the"
+            " beam down by sector_downtilt_deg (10 in the TR 38.901 calibration)."
+        ),
+    )
+    sector_downtilt_deg: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=90.0,
+        description=(
+            "Electrical downtilt of the sector antennas below the horizon, degrees (12 in the"
+            " TR 38.901 calibration); needs sector_antenna_elements > 1."
+        ),
+    )
+
+    @field_validator("sites")
+    @classmethod
+    def _sites(cls, value: int) -> int:
+        if value not in (1, 7, 19):
+            raise ValueError(f"{value} is not a hexagonal layout; use 1, 7 or 19 sites")
+        return value
+
+    @field_validator("sectors")
+    @classmethod
+    def _sectors(cls, value: int) -> int:
+        if value not in (1, 3):
+            raise ValueError(f"{value} sectors are not supported; use 1 (omni) or 3")
+        return value
+
+    @field_validator("wrap_around")
+    @classmethod
+    def _wrap(cls, value: bool, info: ValidationInfo) -> bool:
+        sites = info.data.get("sites", 1)
+        if value and sites != 19:
+            raise ValueError(f"wrap-around needs sites: 19 (this layout has {sites})")
+        return value
+
+    @field_validator("sector_antenna_elements")
+    @classmethod
+    def _elements(cls, value: int, info: ValidationInfo) -> int:
+        if value > 1 and info.data.get("sectors", 1) != 3:
+            raise ValueError("more than one element per antenna needs sectors: 3")
+        return value
+
+    @field_validator("sector_downtilt_deg")
+    @classmethod
+    def _tilt(cls, value: float, info: ValidationInfo) -> float:
+        if value > 0 and info.data.get("sector_antenna_elements", 1) == 1:
+            raise ValueError("an electrical downtilt needs sector_antenna_elements > 1")
+        return value
+
+    @property
+    def multicell(self) -> bool:
+        """True when the scenario uses the multi-cell layout model."""
+        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
 
     @model_validator(mode="before")
     @classmethod
@@ -113,6 +208,16 @@ class CellConfig(StrictModel):
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
             )
+        problems = []
+        if self.multicell and self.interfering_rings > 0:
+            problems.append(
+                "interfering_rings: the multi-cell model (sites, sectors, indoor_fraction)"
+                " simulates every site's interference itself; leave interfering_rings at 0"
+            )
+        if self.multicell and self.drop != "uniform_area":
+            problems.append("drop: the multi-cell model drops devices uniformly over the area")
+        if problems:
+            raise ValueError("; ".join(problems))
         inradius = self.radius_m * SQRT3 / 2
         if self.min_distance_m >= inradius:
             raise ValueError(

@@ -85,6 +85,20 @@ class LinkConfig(StrictModel):
         description="RBs that tx_power_dbm covers (null: rb_per_flow, or all RBs).",
     )
     noise_figure_db: NonNegativeFloat = Field(default=5.0, description="Receiver noise figure, dB.")
+    p0_dbm: float | None = Field(
+        default=None,
+        description=(
+            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1) in the multi-cell model:"
+            " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
+            " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
+        ),
+    )
+    alpha: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="Path-loss compensation factor alpha of open-loop power control (with p0_dbm).",
+    )
     scheduler: Policy = Field(
         default="equal",
         description=(
@@ -213,7 +227,10 @@ class LteRadioConfig(StrictModel):
     )
     ul_interference_db: NonNegativeFloat = Field(
         default=0.0,
-        description="Uplink interference over thermal noise at the BS, dB (other cells' UEs).",
+        description=(
+            "Uplink interference over thermal noise at the BS, dB (other cells' UEs), for the"
+            " single-cell model; the multi-cell model computes it from the transfers in flight."
+        ),
     )
     fluctuation_eta: float | None = Field(
         default=None,
@@ -237,6 +254,15 @@ class LteRadioConfig(StrictModel):
         default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=7.0),
         description="Downlink (BS -> device).",
     )
+
+    @field_validator("downlink")
+    @classmethod
+    def _no_downlink_power_control(cls, value: LinkConfig) -> LinkConfig:
+        if value.p0_dbm is not None:
+            raise ValueError(
+                "p0_dbm is uplink power control; the base station transmits tx_power_dbm"
+            )
+        return value
 
 
 def _default_model(value: Any) -> Any:

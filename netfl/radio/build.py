@@ -29,6 +29,7 @@ from netfl.radio import cell
 from netfl.radio.checks import RadioWarning
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
+from netfl.radio.multicell import build_multicell
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
@@ -228,13 +229,30 @@ def _coverage(scenario: Scenario, channels: Channels) -> None:
     warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
 
 
-def _backhaul(env: simpy.Environment, radio: CellRadio, aggregator: str) -> list[BackhaulLink]:
-    links = cell.backhaul_path(radio.topology, aggregator)
-    return [
-        BackhaulLink(env, link["latency_s"], link["capacity_bps"])
-        for link in links
-        if link["latency_s"] > 0 or np.isfinite(link["capacity_bps"])
-    ]
+class Backhaul:
+    """One :class:`BackhaulLink` per edge of the topology, shared by every path across it."""
+
+    def __init__(self, env: simpy.Environment, topology: Any, aggregator: str) -> None:
+        self.env, self.topology, self.aggregator = env, topology, aggregator
+        self._links: dict[frozenset[Any], BackhaulLink | None] = {}
+
+    def path(self, source: Any = cell.SERVING_CELL) -> list[BackhaulLink]:
+        """The links a model crosses from ``source`` (a site node) to the aggregator."""
+        out = []
+        for a, b in cell.backhaul_path(self.topology, self.aggregator, source):
+            key = frozenset((a, b))
+            if key not in self._links:
+                data = self.topology.edges[a, b]
+                useful = data["latency_s"] > 0 or np.isfinite(data["capacity_bps"])
+                self._links[key] = (
+                    BackhaulLink(self.env, data["latency_s"], data["capacity_bps"])
+                    if useful
+                    else None
+                )
+            link = self._links[key]
+            if link is not None:
+                out.append(link)
+        return out
 
 
 def _lte(
@@ -279,7 +297,7 @@ def _lte(
         fluctuation_rng=(
             streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
         ),
-        backhaul=_backhaul(env, radio, scenario.cell.backhaul.aggregator),
+        backhaul=Backhaul(env, radio.topology, scenario.cell.backhaul.aggregator).path(),
     )
     traffic = _traffic(scenario, radio, schedulers, streams, timeline)
     columns = {
@@ -290,17 +308,62 @@ def _lte(
         "pathloss_db": geometry.pathloss_db,
         "shadowing_db": geometry.shadowing_db,
         "snr_ul_db": sinr["uplink"],
+        "cell": np.zeros(n, dtype=np.int32),
+        "coupling_loss_db": geometry.pathloss_db
+        + geometry.shadowing_db
+        - config.bs_antenna_gain_dbi
+        - config.ue_antenna_gain_dbi,
+        "sinr_ul_db": sinr["uplink"],  # with the constant ul_interference_db in the noise
         "sinr_dl_db": sinr["downlink"],
     }
+    return RadioBuild(network, columns, traffic)
+
+
+def _multicell(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    c = scenario.cell
+    topology = cell.build_topology(
+        {1: 0, 7: 1, 19: 2}[c.sites], c.radius_m, c.backhaul.model_dump(), c.sectors
+    )
+    sites = [node for node, data in topology.nodes(data=True) if data.get("kind") == "cell"]
+    backhaul = Backhaul(env, topology, c.backhaul.aggregator)
+    try:
+        network, columns, traffic = build_multicell(
+            scenario,
+            env,
+            streams,
+            timeline,
+            n,
+            channel_models().load(config.channel_model),
+            rate_mapping(config),
+            lambda site: backhaul.path(sites[site]),
+        )
+    except OutOfValidityError as exc:
+        raise ScenarioError.single("radio.out_of_range", f"{exc}; or set it to clip") from None
+    _coverage(
+        scenario,
+        Channels(
+            columns["sinr_ul_db"],
+            columns["sinr_dl_db"],
+            network.rate_per_rb_nominal["ul"],
+            network.rate_per_rb_nominal["dl"],
+        ),
+    )
     return RadioBuild(network, columns, traffic)
 
 
 def build_radio(
     scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
 ) -> RadioBuild:
-    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed)."""
+    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed; the
+    multi-cell model when ``cell`` asks for more than one site, sectors or indoor devices)."""
     if isinstance(scenario.radio, FixedRadioConfig):
         build = _fixed(scenario, streams, n)
+    elif scenario.cell.multicell:
+        build = _multicell(scenario, env, streams, timeline, n)
     else:
         build = _lte(scenario, env, streams, timeline, n)
     build.columns["rate_ul_bps"] = build.network.rate_ul_bps

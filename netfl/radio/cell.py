@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -86,6 +87,7 @@ def build_topology(
     rings: int,
     radius_m: float,
     backhaul: Mapping[str, float | None],
+    sectors: int = 1,
 ) -> nx.Graph:
     """The network as a graph: cells with their neighbours, and BS -> edge -> cloud links.
 
@@ -94,7 +96,9 @@ def build_topology(
     interference). Every cell's BS is joined to ``"edge"`` and the edge to ``"cloud"`` by
     ``kind="backhaul"`` edges with ``latency_s`` and ``capacity_bps`` (inf: unlimited),
     from ``backhaul`` keys ``bs_edge_latency_s``, ``bs_edge_capacity_bps``,
-    ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``.
+    ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``. With ``sectors`` 3, every site
+    also holds its sector cells ``("sector", q, r, k)`` (``kind="sector"``, boresight
+    ``30 + 120 k`` degrees), joined to it by ``kind="site"`` edges.
     """
     graph = nx.Graph()
     sites = hex_grid_sites(rings, radius_m)
@@ -105,6 +109,13 @@ def build_topology(
         for dq, dr in ((1, 0), (0, 1), (-1, 1)):
             if (q + dq, r + dr) in coords:
                 graph.add_edge(("cell", q, r), ("cell", q + dq, r + dr), kind="neighbour")
+
+    if sectors > 1:
+        for q, r, x, y in sites:
+            for k in range(sectors):
+                node = ("sector", q, r, k)
+                graph.add_node(node, kind="sector", x_m=x, y_m=y, boresight_deg=30.0 + 120.0 * k)
+                graph.add_edge(("cell", q, r), node, kind="site")
 
     def capacity(key: str) -> float:
         value = backhaul.get(key)
@@ -140,7 +151,10 @@ def interferer_sites(graph: nx.Graph) -> np.ndarray:
     return np.asarray(sites, dtype=float).reshape(-1, 2)
 
 
-def backhaul_path(graph: nx.Graph, aggregator: str) -> list[dict[str, float]]:
-    """The backhaul links from the serving BS to ``aggregator`` (``edge`` or ``cloud``)."""
-    nodes = nx.shortest_path(graph, SERVING_CELL, aggregator, weight="latency_s")
-    return [graph.edges[a, b] for a, b in itertools.pairwise(nodes)]
+def backhaul_path(
+    graph: nx.Graph, aggregator: str, source: tuple[str, int, int] = SERVING_CELL
+) -> list[tuple[Any, Any]]:
+    """The backhaul links (graph edges) from a site's BS (the serving one by default) to
+    ``aggregator`` (``edge`` or ``cloud``)."""
+    nodes = nx.shortest_path(graph, source, aggregator, weight="latency_s")
+    return list(itertools.pairwise(nodes))

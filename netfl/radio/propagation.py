@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 
 from channel_models.antenna import OmniAntenna, SectorAntenna
+from channel_models.protocol import ChannelModel, OutOfRange
 from channel_models.tr38901 import (
     INDOOR_DISTANCE_MAX_M,
     O2I_SIGMA_DB,
@@ -56,7 +57,7 @@ class Environment:
     indoor devices and the low-loss model for the rest.
     """
 
-    model: ThreeGppModel
+    model: ThreeGppModel | ChannelModel
     frequency_hz: float
     bs_height_m: float
     antenna: SectorAntenna | OmniAntenna
@@ -134,24 +135,40 @@ def link_gains(
     environment: Environment,
     los_rng: np.random.Generator,
     shadowing_rng: np.random.Generator,
+    out_of_range: OutOfRange = "refuse",
+    shadowing: bool = True,
 ) -> LinkGains:
-    """Draw every (device, site) link's LOS state and shadowing; return the gains."""
+    """Draw every (device, site) link's LOS state and shadowing; return the gains.
+
+    Distances outside the path-loss model's validity are refused (``OutOfValidityError``)
+    or clipped, as ``out_of_range`` says. ``environment.model`` is a 3GPP model
+    (:class:`~channel_models.tr38901.ThreeGppModel`: device heights enter its LOS
+    probability) or any other :class:`~channel_models.protocol.ChannelModel`."""
     env, model = environment, environment.model
     offsets = layout.site_offsets_m(device_xy_m)  # (devices, sites, 2)
-    d2d = np.maximum(np.hypot(offsets[..., 0], offsets[..., 1]), model.distance_range_m()[0])
-    h_ut = heights.height_m[:, None]
-    d2d_out = d2d
-    if model.release == "tr38901":  # Table 7.4.2-1: d2D-out for indoor devices
-        d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
-    p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
+    d2d = model.check_distance(np.hypot(offsets[..., 0], offsets[..., 1]), out_of_range)
+    h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
+    if isinstance(model, ThreeGppModel):
+        d2d_out = d2d
+        if model.release == "tr38901":  # Table 7.4.2-1: d2D-out for indoor devices
+            d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
+        p_los = model.los_probability(d2d_out, h_ut)
+    else:
+        p_los = model.los_probability(d2d)
     los = los_rng.random(d2d.shape) < p_los
     pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, np.broadcast_to(h_ut, d2d.shape), los=los
+        d2d,
+        env.frequency_hz,
+        env.bs_height_m,
+        h_ut,  # type: ignore[arg-type]  # the models broadcast array heights
+        los=los,
     )
     sigma = model.shadowing_sigma_db(los)
     o2i_db, sigma = _o2i(environment, heights, sigma, shadowing_rng)
-    shadowing = shadowing_rng.standard_normal(d2d.shape) * sigma
-    site_loss = pathloss + shadowing + o2i_db[:, None]
+    fading_db = shadowing_rng.standard_normal(d2d.shape) * sigma
+    if not shadowing:
+        fading_db = np.zeros_like(d2d)
+    site_loss = pathloss + fading_db + o2i_db[:, None]
     # Antenna gain towards each device, per cell (sectors share their site's link).
     cell_site = layout.cell_site
     d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
