@@ -28,11 +28,12 @@ devices on 57 cells costs milliseconds (benchmarks/calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from channel_models.antenna import OmniAntenna, SectorAntenna
+from channel_models.protocol import ChannelModel
 from channel_models.tr38901 import (
     INDOOR_DISTANCE_MAX_M,
     O2I_SIGMA_DB,
@@ -52,11 +53,15 @@ THERMAL_NOISE_DBM_HZ = -174.0
 class Environment:
     """What the links share: model, carrier, BS height and antenna, O2I model.
 
+    ``model`` is any :class:`channel_models.protocol.ChannelModel` (a registered
+    ``radio.channel_model``); the TR 38.901 models also get the device heights for the LOS
+    probability and the indoor devices' outdoor distance d2D-out.
+
     ``o2i="mixed"`` uses TR 38.901's high-loss model for a ``high_loss_fraction`` of the
     indoor devices and the low-loss model for the rest.
     """
 
-    model: ThreeGppModel
+    model: ChannelModel
     frequency_hz: float
     bs_height_m: float
     antenna: SectorAntenna | OmniAntenna
@@ -141,12 +146,16 @@ def link_gains(
     d2d = np.maximum(np.hypot(offsets[..., 0], offsets[..., 1]), model.distance_range_m()[0])
     h_ut = heights.height_m[:, None]
     d2d_out = d2d
-    if model.release == "tr38901":  # Table 7.4.2-1: d2D-out for indoor devices
+    if isinstance(model, ThreeGppModel) and model.release == "tr38901":
+        # Table 7.4.2-1: d2D-out for indoor devices
         d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
-    p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
+    if isinstance(model, ThreeGppModel):
+        p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
+    else:  # any ChannelModel (ITU-R M.2135: no height dependence)
+        p_los = model.los_probability(d2d_out)
     los = los_rng.random(d2d.shape) < p_los
     pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, np.broadcast_to(h_ut, d2d.shape), los=los
+        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
     )
     sigma = model.shadowing_sigma_db(los)
     o2i_db, sigma = _o2i(environment, heights, sigma, shadowing_rng)
@@ -162,6 +171,20 @@ def link_gains(
     gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
     coupling = gain - site_loss[:, cell_site]
     return LinkGains(coupling, los, d2d)
+
+
+def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:
+    """The UE heights as the model takes them: a (devices, sites) array for the TR 38.901
+    models, one height for the others (whose ``pathloss_db`` takes a float)."""
+    if isinstance(model, ThreeGppModel):
+        return np.broadcast_to(heights.height_m[:, None], shape)
+    unique = np.unique(heights.height_m)
+    if unique.size > 1:
+        raise ValueError(
+            f"{type(model).__name__} takes one device height, not {unique.size} (indoor"
+            " devices on floors need a TR 38.901 model)"
+        )
+    return float(unique[0]) if unique.size else 1.5
 
 
 def _o2i(
