@@ -12,6 +12,7 @@ from channel_models import itu_m2135
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.errors import ScenarioError
 from netfl.radio.build import CellRadio
+from netfl.radio.calibration import PRESETS, cell_config, preset_dict
 from netfl.radio.cell import SERVING_CELL, backhaul_path, interferer_sites
 from netfl.radio.layout import antenna_from_config, layout_from_config
 from netfl.radio.propagation import Environment, drop_heights, link_gains
@@ -139,3 +140,15 @@ def test_link_gains_take_any_registered_path_loss_model():
     assert 0.5 < np.std(shadowing / sigma) < 1.2
     with pytest.raises(ValueError, match="takes one device height"):
         link_gains(layout, xy, drop_heights(200, 0.8, rng), env, rng, rng)
+
+
+def test_every_calibration_preset_is_a_valid_cell_section():
+    """The presets' layout and antenna go through the scenario keys, so a scenario with the
+    preset's cell keys has exactly the calibrated layout and antenna."""
+    for preset in PRESETS.values():
+        cell = cell_config(preset)
+        assert antenna_from_config(cell, 0.0) == preset.antenna
+        layout = layout_from_config(cell)
+        assert (layout.n_sites, layout.sectors, layout.wrap_around) == (19, 3, True)
+        assert layout.inter_site_distance_m == pytest.approx(preset.inter_site_distance_m)
+        assert preset_dict(preset)["cell"]["indoor_fraction"] == 0.8
