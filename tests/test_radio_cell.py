@@ -62,14 +62,6 @@ def test_backhaul_path_to_edge_or_cloud():
     assert backhaul_path(graph, "cloud", far) == [(far, "edge"), ("edge", "cloud")]
 
 
-def test_topology_holds_every_sector_of_every_site():
-    graph = build_topology(2, 100.0, BACKHAUL, sectors=3)
-    sectors = [n for n, d in graph.nodes(data=True) if d["kind"] == "sector"]
-    assert len(sectors) == 57
-    assert {graph.nodes[n]["boresight_deg"] for n in sectors} == {30.0, 150.0, 270.0}
-    assert all(graph.has_edge(("cell", n[1], n[2]), n) for n in sectors)
-
-
 def test_area_drop_is_uniform_over_the_hexagon():
     rng = np.random.default_rng(0)
     x, y = drop_uniform_area(20_000, 100.0, 10.0, rng)

@@ -1,4 +1,5 @@
-"""Scenario section `cell`: geometry of the hexagonal LTE cell and its backhaul."""
+"""Scenario section `cell`: geometry of the hexagonal cells (one site or a grid of 1, 7 or
+19 sites of 1 or 3 sectors), the devices' indoor share, the sector antennas, the backhaul."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from netfl.config.base import (
 )
 
 SQRT3 = math.sqrt(3.0)
+SITE_COUNTS = (1, 7, 19)  # 0, 1 or 2 rings of hexagonal sites
+SECTOR_COUNTS = (1, 3)  # omni, or 3 sectors at 30/150/270 degrees (TR 38.901 Sec. 7.8)
 
 
 class BackhaulConfig(StrictModel):
@@ -54,8 +57,7 @@ class BackhaulConfig(StrictModel):
 
 
 class CellConfig(StrictModel):
-    """Geometry of the hexagonal cell (the base station at the centre) or, with more than one
-    site or with sectors, of a multi-cell layout (docs/radio.md, "Multi-cell layouts")."""
+    """Geometry of the hexagonal cell; the base station sits at the centre."""
 
     radius_m: PositiveMeters = Field(
         default=500.0, description="Hexagon circumradius (centre to corner), metres."
@@ -91,101 +93,118 @@ class CellConfig(StrictModel):
             " interfere with the downlink (0: isolated cell; 1: the 7-cell layout)."
         ),
     )
-    backhaul: BackhaulConfig = Field(
-        default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
-    )
     sites: int = Field(
         default=1,
         description=(
-            "Base-station sites on the hexagonal grid: 1, 7 or 19 (ISD = sqrt(3) radius_m)."
-            " More than one site, sectors: 3 or indoor_fraction > 0 selects the multi-cell"
-            " model: every site's cells schedule their own RBs, each device is served by its"
-            " strongest cell, and interference follows the transfers in flight."
+            "Sites of the hexagonal layout: 1, 7 (one ring) or 19 (two rings), ISD apart"
+            " (netfl/radio/layout.py; the multi-cell model of docs/radio.md)."
         ),
     )
     sectors: int = Field(
         default=1,
         description=(
-            "Cells per site: 1 (omni antenna) or 3 (3GPP sector antennas, boresights 30/150/270"
-            " degrees, TR 38.901 Table 7.3-1 element pattern)."
+            "Cells per site: 1 (omni) or 3 (boresights 30, 150 and 270 degrees, TR 36.814"
+            " Fig. A.2.1.1-2 / TR 38.901 Sec. 7.8, with the 3GPP sector antenna)."
         ),
     )
     wrap_around: bool = Field(
         default=False,
         description=(
-            "Wrap the 19-site layout around (each device sees the nearest image of every"
-            " site), so edge cells see two full rings of interferers. Needs sites: 19."
+            "Wrap-around of the 19-site layout: each device sees the nearest of the 7 images"
+            " of every site, so every cell has two full rings of interferers (needs sites: 19)."
         ),
     )
     indoor_fraction: Probability = Field(
         default=0.0,
         description=(
-            "Fraction of devices indoors, in [0, 1]: on floor n of a 4-8 floor building"
-            " (3 (n - 1) + 1.5 m high) with TR 38.901 outdoor-to-indoor loss (o2i_model) and a"
-            " uniform indoor distance; the others at ue_height_m (multi-cell model)."
+            "Share of the devices indoors, in [0, 1]: on floor n_fl (1..N_fl, N_fl uniform in"
+            " 4..8) at 3 (n_fl - 1) + 1.5 m, with TR 38.901 O2I loss (TR 38.901 Sec. 7.8: 0.8)."
+        ),
+    )
+    antenna_elements: PositiveInt = Field(
+        default=1,
+        description=(
+            "Vertically stacked elements per sector antenna, 0.5 wavelength apart (TR 36.873"
+            " Sec. 7.1.1; 1: the element alone, 10: the TR 38.901 7.8.1 calibration). Needs"
+            " sectors: 3."
+        ),
+    )
+    antenna_electrical_downtilt_deg: float = Field(
+        default=0.0,
+        ge=-90.0,
+        le=90.0,
+        description=(
+            "Electrical downtilt of the sector antenna's column below the horizon, degrees"
+            " (TR 38.901 7.8.1: 12). Needs sectors: 3 and antenna_elements above 1."
+        ),
+    )
+    antenna_mechanical_downtilt_deg: float = Field(
+        default=0.0,
+        ge=-90.0,
+        le=90.0,
+        description=(
+            "Mechanical downtilt of the sector antenna below the horizon, degrees. Needs"
+            " sectors: 3."
         ),
     )
     o2i_model: Literal["low_loss", "high_loss"] = Field(
         default="low_loss",
-        description="TR 38.901 Table 7.4.3-2 building penetration model of indoor devices.",
-    )
-    sector_antenna_elements: PositiveInt = Field(
-        default=1,
         description=(
-            "Vertical elements per sector antenna (sectors: 3); more than one steers the"
-            " beam down by sector_downtilt_deg (10 in the TR 38.901 calibration)."
+            "TR 38.901 Table 7.4.3-2 building penetration model of indoor devices"
+            " (indoor_fraction) in FL runs."
         ),
     )
-    sector_downtilt_deg: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=90.0,
-        description=(
-            "Electrical downtilt of the sector antennas below the horizon, degrees (12 in the"
-            " TR 38.901 calibration); needs sector_antenna_elements > 1."
-        ),
+    backhaul: BackhaulConfig = Field(
+        default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
     )
+
+    @property
+    def multicell(self) -> bool:
+        """True when FL runs use the multi-cell model (netfl/radio/multicell.py): more than
+        one site, 3 sectors, or indoor devices."""
+        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
 
     @field_validator("sites")
     @classmethod
     def _sites(cls, value: int) -> int:
-        if value not in (1, 7, 19):
-            raise ValueError(f"{value} is not a hexagonal layout; use 1, 7 or 19 sites")
+        if value not in SITE_COUNTS:
+            raise ValueError(f"sites must be 1, 7 or 19, not {value}")
         return value
 
     @field_validator("sectors")
     @classmethod
     def _sectors(cls, value: int) -> int:
-        if value not in (1, 3):
-            raise ValueError(f"{value} sectors are not supported; use 1 (omni) or 3")
+        if value not in SECTOR_COUNTS:
+            raise ValueError(f"sectors must be 1 (omni) or 3, not {value}")
         return value
 
     @field_validator("wrap_around")
     @classmethod
-    def _wrap(cls, value: bool, info: ValidationInfo) -> bool:
-        sites = info.data.get("sites", 1)
-        if value and sites != 19:
-            raise ValueError(f"wrap-around needs sites: 19 (this layout has {sites})")
+    def _wrap_around(cls, value: bool, info: ValidationInfo) -> bool:
+        sites = info.data.get("sites")
+        if value and sites is not None and sites != 19:
+            raise ValueError(f"wrap_around needs sites: 19, not {sites}")
         return value
 
-    @field_validator("sector_antenna_elements")
+    @field_validator(
+        "antenna_elements", "antenna_electrical_downtilt_deg", "antenna_mechanical_downtilt_deg"
+    )
     @classmethod
-    def _elements(cls, value: int, info: ValidationInfo) -> int:
-        if value > 1 and info.data.get("sectors", 1) != 3:
-            raise ValueError("more than one element per antenna needs sectors: 3")
+    def _antenna(cls, value: float, info: ValidationInfo) -> float:
+        default = 1 if info.field_name == "antenna_elements" else 0.0
+        sectors = info.data.get("sectors")
+        if value != default and sectors == 1:
+            raise ValueError(
+                f"{info.field_name} shapes the 3GPP sector antenna; it needs sectors: 3"
+                " (omni cells use radio.bs_antenna_gain_dbi)"
+            )
+        elements = info.data.get("antenna_elements")
+        if info.field_name == "antenna_electrical_downtilt_deg" and value and elements == 1:
+            raise ValueError(
+                "antenna_electrical_downtilt_deg steers a column: it needs antenna_elements"
+                " above 1 (use antenna_mechanical_downtilt_deg for a single element)"
+            )
         return value
-
-    @field_validator("sector_downtilt_deg")
-    @classmethod
-    def _tilt(cls, value: float, info: ValidationInfo) -> float:
-        if value > 0 and info.data.get("sector_antenna_elements", 1) == 1:
-            raise ValueError("an electrical downtilt needs sector_antenna_elements > 1")
-        return value
-
-    @property
-    def multicell(self) -> bool:
-        """True when the scenario uses the multi-cell layout model."""
-        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
 
     @model_validator(mode="before")
     @classmethod
@@ -208,16 +227,16 @@ class CellConfig(StrictModel):
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
             )
-        problems = []
         if self.multicell and self.interfering_rings > 0:
-            problems.append(
-                "interfering_rings: the multi-cell model (sites, sectors, indoor_fraction)"
-                " simulates every site's interference itself; leave interfering_rings at 0"
+            raise ValueError(
+                "interfering_rings is the single-cell model's downlink interference; the"
+                " multi-cell model (sites, sectors, indoor_fraction) simulates every site's"
+                " interference itself: leave interfering_rings at 0"
             )
         if self.multicell and self.drop != "uniform_area":
-            problems.append("drop: the multi-cell model drops devices uniformly over the area")
-        if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(
+                "drop: the multi-cell model drops devices uniformly over the layout's area"
+            )
         inradius = self.radius_m * SQRT3 / 2
         if self.min_distance_m >= inradius:
             raise ValueError(

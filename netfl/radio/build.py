@@ -27,6 +27,7 @@ from netfl.errors import ScenarioError
 from netfl.fl.population import place_groups
 from netfl.radio import cell
 from netfl.radio.checks import RadioWarning
+from netfl.radio.layout import layout_from_config
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
 from netfl.radio.multicell import build_multicell
@@ -82,8 +83,9 @@ class CellRadio:
             config.out_of_range,
             config.shadowing,
         )
+        self.layout = layout_from_config(c)
         self.topology = cell.build_topology(
-            c.interfering_rings, c.radius_m, c.backhaul.model_dump()
+            c.interfering_rings, c.radius_m, c.backhaul.model_dump(), self.layout
         )
         self.interferers = cell.interferer_sites(self.topology)
         up, down = config.uplink, config.downlink
@@ -325,10 +327,12 @@ def _multicell(
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     c = scenario.cell
-    topology = cell.build_topology(
-        {1: 0, 7: 1, 19: 2}[c.sites], c.radius_m, c.backhaul.model_dump(), c.sectors
-    )
-    sites = [node for node, data in topology.nodes(data=True) if data.get("kind") == "cell"]
+    topology = cell.build_topology(0, c.radius_m, c.backhaul.model_dump(), layout_from_config(c))
+    sites = {
+        data["site"]: node
+        for node, data in topology.nodes(data=True)
+        if data.get("kind") == "cell" and "site" in data
+    }
     backhaul = Backhaul(env, topology, c.backhaul.aggregator)
     try:
         network, columns, traffic = build_multicell(

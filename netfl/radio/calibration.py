@@ -33,7 +33,8 @@ import numpy as np
 
 from channel_models import tr38901
 from channel_models.antenna import SectorAntenna
-from netfl.radio.layout import hex_layout
+from netfl.config.cell import CellConfig
+from netfl.radio.layout import antenna_from_config, layout_from_config
 from netfl.radio.propagation import Environment, O2IModel, drop_heights, link_gains
 
 PERCENTILES = (5, 50, 95)
@@ -301,13 +302,12 @@ def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
     from netfl.rng import Streams
 
     streams = Streams(seed)
-    layout = hex_layout(
-        preset.sites, preset.sectors, preset.inter_site_distance_m, preset.wrap_around
-    )
+    cell = cell_config(preset)
+    layout = layout_from_config(cell)
     xy = layout.drop_uniform(ues, preset.min_distance_m, streams.get("calibration.drop"))
     heights = drop_heights(
         ues,
-        preset.indoor_fraction,
+        cell.indoor_fraction,
         streams.get("calibration.heights"),
         tr36873_indoor_distance=preset.o2i == "tr36873",
     )
@@ -315,7 +315,7 @@ def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
         preset.model,
         preset.frequency_hz,
         preset.bs_height_m,
-        preset.antenna,
+        antenna_from_config(cell, 0.0),
         preset.o2i,
         preset.high_loss_fraction,
     )
@@ -334,10 +334,41 @@ def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
     )
 
 
+def cell_config(preset: Preset) -> CellConfig:
+    """The scenario ``cell`` section of the preset's layout and antenna: a scenario with
+    these keys has the calibrated layout (``netfl.radio.layout.layout_from_config``)."""
+    return CellConfig(
+        inter_site_distance_m=preset.inter_site_distance_m,
+        min_distance_m=preset.min_distance_m,
+        bs_height_m=preset.bs_height_m,
+        sites=preset.sites,
+        sectors=preset.sectors,
+        wrap_around=preset.wrap_around,
+        indoor_fraction=preset.indoor_fraction,
+        antenna_elements=preset.antenna.elements,
+        antenna_electrical_downtilt_deg=preset.antenna.electrical_tilt_deg,
+        antenna_mechanical_downtilt_deg=preset.antenna.mechanical_tilt_deg,
+    )
+
+
 def preset_dict(preset: Preset) -> dict[str, Any]:
     """The preset's parameters, JSON-ready."""
     data = asdict(preset)
     data["model"] = f"{preset.model.release}_{preset.model.environment}"
     for key in ("coupling_loss", "geometry"):
         data.pop(key)
+    data["cell"] = cell_config(preset).model_dump(
+        include={
+            "inter_site_distance_m",
+            "min_distance_m",
+            "bs_height_m",
+            "sites",
+            "sectors",
+            "wrap_around",
+            "indoor_fraction",
+            "antenna_elements",
+            "antenna_electrical_downtilt_deg",
+            "antenna_mechanical_downtilt_deg",
+        }
+    )
     return data

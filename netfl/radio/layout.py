@@ -11,6 +11,13 @@ nearest of the 7 images (the cluster and its 6 translates) of every site, so eve
 two full rings of interferers (TR 36.814 Annex A.2.1.1, the usual 3GPP wrap-around). In
 axial hex coordinates the translates of a 2-ring cluster are (5, -2) and its rotations by
 60 degrees, so the images lie 19 ** 0.5 ISD away.
+
+From a scenario: :func:`layout_from_config` (``cell.sites``, ``cell.sectors``,
+``cell.wrap_around``, ``cell.radius_m``) and :func:`antenna_from_config` (the sector
+antenna of ``cell.antenna_*``, or an omni antenna of ``radio.bs_antenna_gain_dbi`` for
+``sectors: 1``); the sites and sectors are nodes of the network topology
+(:func:`netfl.radio.cell.build_topology`). The propagation of every device to every cell is
+:func:`netfl.radio.propagation.link_gains`.
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netfl.radio.cell import SQRT3, drop_uniform_area, hex_grid_sites
+from channel_models.antenna import OmniAntenna, SectorAntenna
+from netfl.config.cell import CellConfig
+from netfl.radio.cell import SITE_RINGS, SQRT3, drop_uniform_area, hex_grid_sites
 
-SITE_COUNTS = {1: 0, 7: 1, 19: 2}  # sites -> rings
+SITE_COUNTS = SITE_RINGS  # sites -> rings
 SECTOR_BORESIGHTS_DEG = {1: (0.0,), 3: (30.0, 150.0, 270.0)}
 _WRAP_AXIAL = ((0, 0), (5, -2), (2, 3), (-3, 5), (-5, 2), (-2, -3), (3, -5))
 
@@ -93,3 +102,20 @@ def hex_layout(
     grid = hex_grid_sites(SITE_COUNTS[sites], radius_m)
     site_xy = np.array([(x, y) for _, _, x, y in grid], dtype=float)
     return Layout(inter_site_distance_m, site_xy, sectors, wrap_around)
+
+
+def layout_from_config(cell: CellConfig) -> Layout:
+    """The layout of a scenario's ``cell`` section (ISD = sqrt(3) ``cell.radius_m``)."""
+    return hex_layout(cell.sites, cell.sectors, SQRT3 * cell.radius_m, cell.wrap_around)
+
+
+def antenna_from_config(cell: CellConfig, omni_gain_dbi: float) -> SectorAntenna | OmniAntenna:
+    """The cells' antenna: the 3GPP sector antenna of ``cell.antenna_*`` for 3 sectors, an
+    omni antenna of ``omni_gain_dbi`` (``radio.bs_antenna_gain_dbi``) for 1."""
+    if cell.sectors == 1:
+        return OmniAntenna(omni_gain_dbi)
+    return SectorAntenna(
+        elements=cell.antenna_elements,
+        electrical_tilt_deg=cell.antenna_electrical_downtilt_deg,
+        mechanical_tilt_deg=cell.antenna_mechanical_downtilt_deg,
+    )

@@ -38,13 +38,12 @@ from typing import Any
 import numpy as np
 import simpy
 
-from channel_models.antenna import OmniAntenna, SectorAntenna
 from channel_models.rate import RateMapping, linear_to_db
 from netfl.config import Scenario
 from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.radio.cell import SQRT3, drop_uniform_area
-from netfl.radio.layout import Layout, hex_layout
+from netfl.radio.cell import drop_uniform_area
+from netfl.radio.layout import Layout, antenna_from_config, layout_from_config
 from netfl.radio.link import THERMAL_NOISE_DBM_HZ, rate_per_rb_bps
 from netfl.radio.lte import BackhaulLink, _leg
 from netfl.radio.network import Transfer
@@ -68,17 +67,12 @@ class MultiCellRadio:
         assert isinstance(config, LteRadioConfig)
         c = scenario.cell
         self.config, self.cell, self.mapping = config, c, mapping
-        self.layout: Layout = hex_layout(c.sites, c.sectors, SQRT3 * c.radius_m, c.wrap_around)
-        antenna: SectorAntenna | OmniAntenna = (
-            SectorAntenna(c.sector_antenna_elements, c.sector_downtilt_deg)
-            if c.sectors == 3
-            else OmniAntenna(config.bs_antenna_gain_dbi)
-        )
+        self.layout: Layout = layout_from_config(c)
         self.environment = Environment(
             channel,
             config.carrier_frequency_hz,
             c.bs_height_m,
-            antenna,
+            antenna_from_config(c, config.bs_antenna_gain_dbi),
             "low" if c.o2i_model == "low_loss" else "high",
         )
         up, down = config.uplink, config.downlink

@@ -28,7 +28,7 @@ devices on 57 cells costs milliseconds (benchmarks/calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -53,11 +53,15 @@ THERMAL_NOISE_DBM_HZ = -174.0
 class Environment:
     """What the links share: model, carrier, BS height and antenna, O2I model.
 
+    ``model`` is any :class:`channel_models.protocol.ChannelModel` (a registered
+    ``radio.channel_model``); the TR 38.901 models also get the device heights for the LOS
+    probability and the indoor devices' outdoor distance d2D-out.
+
     ``o2i="mixed"`` uses TR 38.901's high-loss model for a ``high_loss_fraction`` of the
     indoor devices and the low-loss model for the rest.
     """
 
-    model: ThreeGppModel | ChannelModel
+    model: ChannelModel
     frequency_hz: float
     bs_height_m: float
     antenna: SectorAntenna | OmniAntenna
@@ -141,34 +145,29 @@ def link_gains(
     """Draw every (device, site) link's LOS state and shadowing; return the gains.
 
     Distances outside the path-loss model's validity are refused (``OutOfValidityError``)
-    or clipped, as ``out_of_range`` says. ``environment.model`` is a 3GPP model
-    (:class:`~channel_models.tr38901.ThreeGppModel`: device heights enter its LOS
-    probability) or any other :class:`~channel_models.protocol.ChannelModel`."""
+    or clipped, as ``out_of_range`` says; ``shadowing=False`` draws no shadow fading."""
     env, model = environment, environment.model
     offsets = layout.site_offsets_m(device_xy_m)  # (devices, sites, 2)
     d2d = model.check_distance(np.hypot(offsets[..., 0], offsets[..., 1]), out_of_range)
-    h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
+    h_ut = heights.height_m[:, None]
+    d2d_out = d2d
+    if isinstance(model, ThreeGppModel) and model.release == "tr38901":
+        # Table 7.4.2-1: d2D-out for indoor devices
+        d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
     if isinstance(model, ThreeGppModel):
-        d2d_out = d2d
-        if model.release == "tr38901":  # Table 7.4.2-1: d2D-out for indoor devices
-            d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
-        p_los = model.los_probability(d2d_out, h_ut)
-    else:
-        p_los = model.los_probability(d2d)
+        p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
+    else:  # any ChannelModel (ITU-R M.2135: no height dependence)
+        p_los = model.los_probability(d2d_out)
     los = los_rng.random(d2d.shape) < p_los
     pathloss = model.pathloss_db(
-        d2d,
-        env.frequency_hz,
-        env.bs_height_m,
-        h_ut,  # type: ignore[arg-type]  # the models broadcast array heights
-        los=los,
+        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
     )
     sigma = model.shadowing_sigma_db(los)
     o2i_db, sigma = _o2i(environment, heights, sigma, shadowing_rng)
-    fading_db = shadowing_rng.standard_normal(d2d.shape) * sigma
+    shadow_db = shadowing_rng.standard_normal(d2d.shape) * sigma
     if not shadowing:
-        fading_db = np.zeros_like(d2d)
-    site_loss = pathloss + fading_db + o2i_db[:, None]
+        shadow_db = np.zeros_like(d2d)
+    site_loss = pathloss + shadow_db + o2i_db[:, None]
     # Antenna gain towards each device, per cell (sectors share their site's link).
     cell_site = layout.cell_site
     d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
@@ -179,6 +178,20 @@ def link_gains(
     gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
     coupling = gain - site_loss[:, cell_site]
     return LinkGains(coupling, los, d2d)
+
+
+def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:
+    """The UE heights as the model takes them: a (devices, sites) array for the TR 38.901
+    models, one height for the others (whose ``pathloss_db`` takes a float)."""
+    if isinstance(model, ThreeGppModel):
+        return np.broadcast_to(heights.height_m[:, None], shape)
+    unique = np.unique(heights.height_m)
+    if unique.size > 1:
+        raise ValueError(
+            f"{type(model).__name__} takes one device height, not {unique.size} (indoor"
+            " devices on floors need a TR 38.901 model)"
+        )
+    return float(unique[0]) if unique.size else 1.5
 
 
 def _o2i(
