@@ -101,7 +101,10 @@ def test_topology_holds_every_site_and_sector_and_keeps_the_single_cell_interfer
     # cell.interfering_rings (0 here) still says which sites interfere in the single-cell model,
     assert interferer_sites(graph).shape == (0, 2)
     # and the serving site's backhaul path is the same.
-    assert [e["kind"] for e in backhaul_path(graph, "cloud")] == ["backhaul", "backhaul"]
+    assert [graph.edges[e]["kind"] for e in backhaul_path(graph, "cloud")] == [
+        "backhaul",
+        "backhaul",
+    ]
     assert graph.nodes[SERVING_CELL]["site"] == 0
 
 
