@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
-from channel_models.itu_m2135 import OutOfRange
+from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
 from netfl.config.dist import Distribution, Uniform

@@ -223,6 +223,7 @@ class Server:
             deadline_s=self.config.deadline_s,
             features=features,
             target=self.config.clients_per_round,
+            misses=self.reported.misses[candidates],
         )
 
     @staticmethod
@@ -331,7 +332,7 @@ class Server:
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
         self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
         self._count(record, outcomes)
-        self.reported.observe(outcomes)
+        self.reported.observe(outcomes, distribution_start_s)
         loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
         signals = self.signals.feedback(result, record.selected)
         self.strategy.observe(

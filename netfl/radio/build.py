@@ -27,6 +27,7 @@ from netfl.errors import ScenarioError
 from netfl.fl.population import place_groups
 from netfl.radio import cell
 from netfl.radio.checks import RadioWarning
+from netfl.radio.layout import layout_from_config
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
 from netfl.radio.network import FixedRateNetwork, Network
@@ -81,8 +82,9 @@ class CellRadio:
             config.out_of_range,
             config.shadowing,
         )
+        self.layout = layout_from_config(c)
         self.topology = cell.build_topology(
-            c.interfering_rings, c.radius_m, c.backhaul.model_dump()
+            c.interfering_rings, c.radius_m, c.backhaul.model_dump(), self.layout
         )
         self.interferers = cell.interferer_sites(self.topology)
         up, down = config.uplink, config.downlink

@@ -14,11 +14,11 @@ import warnings
 
 import numpy as np
 
+from channel_models.protocol import ChannelModel
 from netfl.config import Scenario
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem
-from netfl.radio.link import ChannelModel
 
 _KEYS = {
     "frequency": "radio.carrier_frequency_hz",
@@ -52,7 +52,7 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
             Problem(
                 "radio.channel_model",
                 f"'{config.channel_model}' is not a path-loss model (a rate mapping?): it"
-                " lacks one of the methods of netfl.radio.link.ChannelModel",
+                " lacks one of the methods of channel_models.protocol.ChannelModel",
             )
         ]
     c = scenario.cell

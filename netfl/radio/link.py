@@ -28,11 +28,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from channel_models.itu_m2135 import OutOfRange
+from channel_models.protocol import ChannelModel, OutOfRange
 from channel_models.rate import RateMapping, db_to_linear, linear_to_db
 from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading
 
@@ -93,31 +92,6 @@ class Geometry:
     los: np.ndarray
     pathloss_db: np.ndarray
     shadowing_db: np.ndarray
-
-
-@runtime_checkable
-class ChannelModel(Protocol):
-    """What a path-loss model offers (see :class:`channel_models.itu_m2135.M2135Model`).
-
-    A ``radio.channel_model`` named ``package.module:attribute`` must provide all of it
-    (checked at validation by :func:`netfl.radio.checks.radio_problems`).
-    """
-
-    def problems(
-        self, frequency_hz: float, bs_height_m: float, ue_height_m: float
-    ) -> dict[str, str]: ...
-    def distance_range_m(self) -> tuple[float, float]: ...
-    def los_probability(self, distance_m: np.ndarray) -> np.ndarray: ...
-    def shadowing_sigma_db(self, los: np.ndarray) -> np.ndarray: ...
-    def check_distance(self, distance_m: np.ndarray, out_of_range: OutOfRange) -> np.ndarray: ...
-    def pathloss_db(
-        self,
-        distance_m: np.ndarray,
-        frequency_hz: float,
-        bs_height_m: float,
-        ue_height_m: float,
-        los: np.ndarray | None = None,
-    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
