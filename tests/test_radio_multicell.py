@@ -152,3 +152,31 @@ def test_a_multicell_run_writes_the_cell_columns_and_is_deterministic(tmp_path):
     # Full-load downlink geometry of a 7 x 3 layout at ISD 200 m: mostly between -5 and 30 dB.
     sinr = pd.Series(columns["sinr_dl_db"])
     assert -8 < sinr.quantile(0.05) < sinr.median() < sinr.quantile(0.95) < 35
+
+
+def test_simulate_and_report_a_small_layout_from_the_cli(tmp_path):
+    import yaml
+
+    data = _multicell()
+    data["fl"]["rounds"] = 2
+    path = tmp_path / "mc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    assert main(["simulate", str(path), "--out", str(out), "--quiet"]) == 0
+    clients = pd.read_parquet(out / "clients.parquet")
+    assert {"cell", "coupling_loss_db", "sinr_dl_db", "sinr_ul_db"} <= set(clients.columns)
+    assert clients["cell"].between(0, 20).all()
+    assert main(["report", str(out)]) == 0
+    for name in ("layout.png", "sinr_cdf.png"):
+        assert (out / "report" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_power_control_without_a_layout_is_refused(tmp_path, capsys):
+    import yaml
+
+    data = _multicell(sites=1, sectors=1)
+    path = tmp_path / "single.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "radio.uplink.p0_dbm" in err[0], err

@@ -24,6 +24,7 @@ import numpy as np
 import simpy
 
 from netfl.config.fl import FLConfig
+from netfl.features import Feature
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
 from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
@@ -189,9 +190,9 @@ class Server:
         if network_features is not None:
             features.update(network_features(candidates))
         if self.config.oracle_exchange_time:
-            features["expected_exchange_time_s"] = self._expected_exchange_s(candidates)
+            features[Feature.EXPECTED_EXCHANGE_TIME_S] = self._expected_exchange_s(candidates)
         if self.contexts is not None:
-            features["context"] = self.contexts[candidates]
+            features[Feature.CONTEXT] = self.contexts[candidates]
         return features
 
     def _expected_exchange_s(self, clients: np.ndarray) -> np.ndarray:
@@ -285,7 +286,7 @@ class Server:
             features[name] = column
         polled = np.zeros(len(ctx.candidates))
         polled[rows] = 1.0
-        features["polled"] = polled
+        features[Feature.POLLED] = polled
         return features
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:

@@ -62,6 +62,14 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
         unsupported = _multicell_problems(scenario)
         if unsupported:
             return unsupported
+    elif config.uplink.p0_dbm is not None:
+        return [
+            Problem(
+                "radio.uplink.p0_dbm",
+                "open-loop power control belongs to the multi-cell model (cell.sites,"
+                " sectors, indoor_fraction); the single cell transmits tx_power_dbm",
+            )
+        ]
     found = channel.problems(config.carrier_frequency_hz, c.bs_height_m, c.ue_height_m)
     problems = [
         Problem(_KEYS.get(what, "radio.channel_model"), message) for what, message in found.items()

@@ -20,6 +20,7 @@ import numpy as np
 import simpy
 
 from channel_models.rate import RateMapping, db_to_linear
+from netfl.features import Feature
 from netfl.fluctuation import sample_mab_cs
 from netfl.radio.air import AirInterface
 from netfl.radio.link import FastFading, diversity_gain
@@ -139,7 +140,7 @@ class LteNetwork:
         alone (its RB cap x 180 kHz), the B_{t,n} of RBCS-F's context (003 eq. (14)).
         """
         rbs = min(self.rb_cap_ul, self.uplink.n_rb)
-        return {"bandwidth_hz": np.full(len(clients), rbs * self.air.rb_bandwidth_hz)}
+        return {Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * self.air.rb_bandwidth_hz)}
 
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction."""

@@ -42,6 +42,7 @@ from channel_models.rate import RateMapping, linear_to_db
 from netfl.config import Scenario
 from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
+from netfl.features import Feature
 from netfl.radio.cell import drop_uniform_area
 from netfl.radio.layout import Layout, antenna_from_config, layout_from_config
 from netfl.radio.link import THERMAL_NOISE_DBM_HZ, rate_per_rb_bps
@@ -260,7 +261,7 @@ class MultiCellNetwork:
     def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
         """``bandwidth_hz``: the uplink RBs a client gets alone in its cell x 180 kHz."""
         rbs = min(self.radio.rb_cap[UL], self.radio.n_rb[UL])
-        return {"bandwidth_hz": np.full(len(clients), rbs * RB_BANDWIDTH_HZ)}
+        return {Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * RB_BANDWIDTH_HZ)}
 
     def summary(self) -> dict[str, float]:
         """Time-average RB utilisation per direction, averaged over the cells."""

@@ -100,13 +100,9 @@ class SelectionContext:
     deadline_s
         Round deadline relative to the round's start, or None.
     features
-        Extra per-candidate arrays, aligned with candidates: ``mu`` (available CPU ratio
-        reported in the resource request), ``cold_start`` (1.0 if the client was not
-        selected in the previous round: RBCS-F's s), ``bandwidth_hz`` (allocated bandwidth
-        of the round on a group link, NaN otherwise), ``expected_exchange_time_s`` (oracle
-        knowledge, only with ``fl.oracle_exchange_time``); after a poll, the polled signal
-        (``loss`` or ``update_vector``; NaN where not polled or not answered) and
-        ``polled`` (1.0 if answered). RBCS-F's context is c = [1/mu, cold_start, M/B].
+        Extra per-candidate arrays, aligned with candidates, keyed by
+        :class:`netfl.features.Feature` (every key and when it is reported:
+        ``docs/features.md``, generated from ``netfl/features.py``).
     target
         How many updates the server will aggregate (None: ``budget``).
     """

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.errors import Problem
+from netfl.features import Feature
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 from netfl.selection.ranking import by_client, top_k
 from netfl.selection.signals import feature, signal
@@ -187,8 +188,8 @@ class GPFL(Strategy):
     def select(self, ctx: SelectionContext) -> Sequence[int]:
         if self._polled_round == ctx.round:
             self._polled_round = None
-            updates = feature(ctx, "update_vector", "gpfl")
-            scale = ctx.features.get("update_scale")
+            updates = feature(ctx, Feature.UPDATE_VECTOR, "gpfl")
+            scale = ctx.features.get(Feature.UPDATE_SCALE)
             self._initialise(ctx.candidates, np.asarray(updates, dtype=float), scale)
         if len(ctx.candidates):
             self._init_pending = False

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.errors import Problem
+from netfl.features import Feature
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 from netfl.selection.ranking import by_client, draw_by_size, top_k
 from netfl.selection.signals import feature
@@ -116,7 +117,7 @@ class PowD(_PowerOfChoice):
         if not len(ctx.candidates):
             self._scores = {}
             return []
-        loss = feature(ctx, "loss", "pow_d")
+        loss = feature(ctx, Feature.LOSS, "pow_d")
         if self._polled is not None and self._polled[0] == ctx.round:
             polled = self._polled[1]
         else:

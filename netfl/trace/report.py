@@ -159,6 +159,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("pull_counts", lambda: plots.pull_counts(run))
     page.figure("distinct_selected", lambda: learning_plots.distinct_selected(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
+    page.heading("Radio")
+    page.figure("layout", lambda: plots.layout(run))
+    page.figure("sinr_cdf", lambda: plots.sinr_cdf(run))
     if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
         names = sorted(set(run.strategy["score"].astype(str))) if "score" in run.strategy else []
