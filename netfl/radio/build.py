@@ -19,6 +19,7 @@ import numpy as np
 import simpy
 
 from channel_models.itu_m2135 import OutOfValidityError
+from channel_models.nr import NrCqi
 from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
@@ -26,6 +27,7 @@ from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import ScenarioError
 from netfl.fl.population import place_groups
 from netfl.radio import cell
+from netfl.radio.air import air_interface
 from netfl.radio.checks import RadioWarning
 from netfl.radio.layout import layout_from_config
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
@@ -63,6 +65,9 @@ def rate_mapping(config: LteRadioConfig) -> RateMapping:
         return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
     if m.kind == "lte_cqi":
         return LteCqi(m.target_ber)
+    if m.kind == "nr_cqi":
+        thresholds = tuple(m.sinr_thresholds_db) if m.sinr_thresholds_db is not None else None
+        return NrCqi(m.table, m.target_bler, m.block_symbols, m.implementation_loss_db, thresholds)
     return Shannon()
 
 
@@ -75,6 +80,7 @@ class CellRadio:
         c = scenario.cell
         self.config = config
         self.mapping = rate_mapping(config)
+        self.air = air_interface(config)
         self.propagation = Propagation(
             channel_models().load(config.channel_model),
             config.carrier_frequency_hz,
@@ -97,6 +103,7 @@ class CellRadio:
                 config.bs_antenna_gain_dbi,
                 up.noise_figure_db,
                 config.ul_interference_db,
+                self.air.rb_bandwidth_hz,
             ),
             "downlink": Budget(
                 down.tx_power_dbm,
@@ -104,6 +111,7 @@ class CellRadio:
                 config.bs_antenna_gain_dbi,
                 config.ue_antenna_gain_dbi,
                 down.noise_figure_db,
+                rb_bandwidth_hz=self.air.rb_bandwidth_hz,
             ),
         }
 
@@ -117,8 +125,13 @@ class CellRadio:
         )
         return sinr_db(budget.received_dbm_per_rb(loss), budget.noise_dbm_per_rb, interference)
 
-    def rate_per_rb(self, sinr_db_values: np.ndarray) -> np.ndarray:
-        return rate_per_rb_bps(self.mapping, sinr_db_values, self.config.fast_fading)
+    def rate_per_rb(self, sinr_db_values: np.ndarray, direction: str) -> np.ndarray:
+        """Scheduler rate of one RB: the air interface's time share and overhead applied."""
+        rate = rate_per_rb_bps(
+            self.mapping, sinr_db_values, self.config.fast_fading, self.air.rb_bandwidth_hz
+        )
+        factor = self.air.rate_factor(direction)
+        return rate if factor == 1.0 else rate * factor
 
     def user_draw(
         self, scenario: Scenario, direction: str
@@ -135,7 +148,7 @@ class CellRadio:
             diversity = [
                 diversity_gain(self.mapping, float(db_to_linear(s))) if pf else None for s in sinr
             ]
-            return self.rate_per_rb(sinr), diversity
+            return self.rate_per_rb(sinr, direction), diversity
 
         return draw
 
@@ -275,8 +288,8 @@ def _lte(
     channels = Channels(
         sinr["uplink"],
         sinr["downlink"],
-        radio.rate_per_rb(sinr["uplink"]),
-        radio.rate_per_rb(sinr["downlink"]),
+        radio.rate_per_rb(sinr["uplink"], "uplink"),
+        radio.rate_per_rb(sinr["downlink"], "downlink"),
     )
     _coverage(scenario, channels)
     links = {"uplink": config.uplink, "downlink": config.downlink}
@@ -300,6 +313,7 @@ def _lte(
             streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
         ),
         backhaul=Backhaul(env, radio.topology, scenario.cell.backhaul.aggregator).path(),
+        air=radio.air,
     )
     traffic = _traffic(scenario, radio, schedulers, streams, timeline)
     columns = {

@@ -56,6 +56,8 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
             )
         ]
     c = scenario.cell
+    if c.multicell and config.model == "nr":
+        return [Problem("radio.model", "nr supports a single cell for now; use model: lte")]
     if c.multicell:
         unsupported = _multicell_problems(scenario)
         if unsupported:
