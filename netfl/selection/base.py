@@ -80,7 +80,9 @@ class SelectionContext:
     candidates
         Ids of the clients that answered the resource request and are available.
     budget
-        How many to select at most (S_round, m; ceil(m (1 + o)) with over-selection).
+        How many clients to select at most: |S_t|. Without over-selection it equals
+        ``target``; with ``fl.over_selection`` o it is ceil(m (1 + o)) and the server keeps
+        the first ``target`` updates that arrive.
     update_time_s, upload_time_s
         Per candidate: the model update time (from receiving the model to the update being
         ready: cold start, queue wait and compute) and upload time (the transfer alone) the
@@ -104,7 +106,9 @@ class SelectionContext:
         :class:`netfl.features.Feature` (every key and when it is reported:
         ``docs/features.md``, generated from ``netfl/features.py``).
     target
-        How many updates the server will aggregate (None: ``budget``).
+        m, the papers' clients per round: how many updates the server aggregates
+        (``fl.clients_per_round``; None: ``budget``). Strategies whose paper sizes
+        something against m (pow-d's d = 2m) use ``target``, not ``budget``.
     """
 
     round: int
