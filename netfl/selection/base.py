@@ -18,6 +18,7 @@ GPFL's initial projections) overrides ``choose_polled`` and sets ``poll_signal``
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from abc import ABC, abstractmethod
@@ -321,8 +322,17 @@ def strategy_params_problems(
             message = err["msg"]
             if err["type"] == "extra_forbidden":
                 accepted = [p for p in _params_model(cls).model_fields]
-                message = "not a parameter of this strategy; it takes: " + (
-                    ", ".join(accepted) or "no parameters"
+                lower = {name.lower(): name for name in accepted}
+                close = [
+                    lower[m]
+                    for m in difflib.get_close_matches(key.lower(), list(lower), n=1, cutoff=0.6)
+                ]
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                message = (
+                    "not a parameter of this strategy"
+                    + hint
+                    + "; it takes: "
+                    + (", ".join(accepted) or "no parameters")
                 )
             problems.append(Problem(f"selection.params.{key}", message))
         return problems
