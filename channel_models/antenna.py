@@ -43,14 +43,20 @@ def array_factor_db(
     zenith_deg: np.ndarray, elements: int, tilt_zenith_deg: float, spacing_wavelengths: float
 ) -> np.ndarray:
     """Power gain in dB of ``elements`` vertically stacked elements steered to
-    ``tilt_zenith_deg`` (TR 36.873 Sec. 7.1.1); 0 dB for a single element."""
+    ``tilt_zenith_deg`` (TR 36.873 Sec. 7.1.1); 0 dB for a single element.
+
+    With psi = 2 pi d_V (cos theta - cos theta_etilt) / lambda, the sum of K unit phasors
+    has |sum_k exp(j k psi)|^2 = sin^2(K psi / 2) / sin^2(psi / 2) (K^2 where psi is a
+    multiple of 2 pi), so the gain is that over K, in closed form."""
     theta = np.radians(np.asarray(zenith_deg, dtype=float))
     if elements == 1:
         return np.zeros_like(theta)
     psi = 2.0 * np.pi * spacing_wavelengths * (np.cos(theta) - np.cos(np.radians(tilt_zenith_deg)))
-    k = np.arange(elements).reshape((-1,) + (1,) * theta.ndim)
-    field = np.exp(1j * k * psi).sum(axis=0) / np.sqrt(elements)
-    return 10.0 * np.log10(np.maximum(np.abs(field) ** 2, 1e-30))
+    half = np.sin(psi / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.sin(elements * psi / 2.0) ** 2 / half**2
+    power = np.where(np.abs(half) < 1e-9, float(elements**2), power) / elements
+    return 10.0 * np.log10(np.maximum(power, 1e-30))
 
 
 @dataclass(frozen=True)

@@ -180,3 +180,15 @@ def test_power_control_without_a_layout_is_refused(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "radio.uplink.p0_dbm" in err[0], err
+
+
+def test_nr_on_a_layout_is_refused_naming_the_key(tmp_path, capsys):
+    import yaml
+
+    data = _multicell()
+    data["radio"] = {"model": "nr", "channel_model": "tr38901_umi", "carrier_frequency_hz": 3.5e9}
+    path = tmp_path / "nr.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "radio.model" in err[0], err

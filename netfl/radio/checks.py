@@ -86,6 +86,14 @@ def _multicell_problems(scenario: Scenario) -> list[Problem]:
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     why = "is not supported by the multi-cell model (cell.sites, sectors, indoor_fraction)"
+    if config.model != "lte":
+        return [
+            Problem(
+                "radio.model",
+                f"{config.model} {why}: it schedules LTE resource blocks; use model: lte on a"
+                " layout, or one NR cell",
+            )
+        ]
     problems = []
     if config.ul_interference_db:
         problems.append(

@@ -353,7 +353,7 @@ class CellUsers:
         state: Interference,
         scheduler: CellScheduler,
         rng: np.random.Generator,
-        batch: int = 64,
+        batch: int = 256,
     ) -> None:
         self.radio, self.state, self.scheduler, self.rng = radio, state, scheduler, rng
         self.batch = batch
