@@ -79,15 +79,26 @@ NR_PRB_TABLE: dict[int, dict[float, int]] = {
 }  # fmt: skip
 
 
-def max_prbs(bandwidth_hz: float, mu: int) -> int:
-    """N_RB of a channel bandwidth at numerology mu; ValueError naming the allowed ones."""
+#: FR2 (TS 38.101-2 Table 5.3.2-1): N_RB per channel bandwidth (MHz) for 60 and 120 kHz.
+NR_PRB_TABLE_FR2: dict[int, dict[float, int]] = {
+    60: {50: 66, 100: 132, 200: 264},
+    120: NR_PRB_TABLE[120],
+}
+
+
+def max_prbs(bandwidth_hz: float, mu: int, frequency_range: str = "FR1") -> int:
+    """N_RB of a channel bandwidth at numerology mu in FR1 (mu 0-2; mu 3 reads the FR2
+    table) or FR2 (mu 2-3); ValueError naming the allowed ones."""
     scs_khz = int(scs_hz(mu) / 1e3)
-    table = NR_PRB_TABLE[scs_khz]
+    fr2 = frequency_range == "FR2" or mu == 3
+    if fr2 and scs_khz not in NR_PRB_TABLE_FR2:
+        raise ValueError(f"{scs_khz} kHz SCS is not used for data in FR2 (60 or 120 kHz)")
+    table = NR_PRB_TABLE_FR2[scs_khz] if fr2 else NR_PRB_TABLE[scs_khz]
     for mhz, n_rb in table.items():
         if abs(bandwidth_hz - mhz * 1e6) < 1.0:
             return n_rb
     allowed = ", ".join(f"{mhz:g}" for mhz in table)
-    source = "TS 38.101-2" if mu == 3 else "TS 38.101-1"
+    source = "TS 38.101-2" if fr2 else "TS 38.101-1"
     raise ValueError(
         f"{bandwidth_hz / 1e6:g} MHz is not an NR channel bandwidth at {scs_khz} kHz SCS"
         f" ({source} Table 5.3.2-1: {allowed} MHz)"

@@ -58,6 +58,13 @@ def test_fr2_prb_table_and_guard_band():
             assert n_rb * 12 * scs_khz * 1e3 < mhz * 1e6
 
 
+def test_fr2_60_khz_row_and_refused_scs():
+    # TS 38.101-2 Table 5.3.2-1, 60 kHz row.
+    assert [max_prbs(b * 1e6, 2, "FR2") for b in (50, 100, 200)] == [66, 132, 264]
+    with pytest.raises(ValueError, match="not used for data in FR2"):
+        max_prbs(100e6, 1, "FR2")
+
+
 def test_numerology():
     assert [scs_hz(mu) for mu in range(4)] == [15e3, 30e3, 60e3, 120e3]
     assert slot_duration_s(1) == 0.5e-3

@@ -126,3 +126,24 @@ def test_numerology_out_of_range_names_the_key():
 def test_tdd_needs_one_carrier():
     key, message = _problem(uplink={"bandwidth_hz": 40e6})
     assert key == "radio" and "one carrier" in message
+
+
+def test_report_states_model_numerology_and_pattern():
+    from netfl.trace.report import radio_rows
+
+    rows = dict(radio_rows({"model": "nr", "numerology": 1, "tdd_pattern": "DDDSU"}))
+    assert rows["radio model"] == "nr"
+    assert rows["numerology"] == "mu = 1 (30 kHz SCS, 0.5 ms slots)"
+    assert rows["TDD pattern"].startswith("DDDSU (S = 10:2:2 DL:guard:UL symbols; UL share 0.229")
+    assert dict(radio_rows({"model": "nr", "duplex": "fdd"}))["duplex"] == "fdd"
+    assert radio_rows({"model": "lte"}) == [("radio model", "lte")]
+
+
+def test_fr2_numerology_needs_an_fr2_carrier():
+    key, message = _problem(numerology=3, duplex="fdd")
+    assert key == "radio" and "FR2 only" in message
+    fr2 = {"numerology": 3, "carrier_frequency_hz": 28e9, "channel_model": "tr38901_umi"}
+    scenario = scenario_from_data(
+        _data(**fr2, uplink={"bandwidth_hz": 400e6}, downlink={"bandwidth_hz": 400e6})
+    )
+    assert scenario.radio.uplink.rb_count == 264

@@ -446,10 +446,16 @@ class NrRadioConfig(LteRadioConfig):
     def _links(self) -> NrRadioConfig:
         """Check each link's band against the numerology and fill its power and noise."""
         mu = self.numerology
+        fr = nr.frequency_range(self.carrier_frequency_hz)
+        if mu == 3 and fr == "FR1":
+            raise ValueError(
+                "numerology 3 (120 kHz SCS) is FR2 only: set carrier_frequency_hz above"
+                " 24.25 GHz (TS 38.101-2)"
+            )
         for direction in ("uplink", "downlink"):
             link = getattr(self, direction)
             try:
-                max_rb = nr.max_prbs(link.bandwidth_hz, mu)
+                max_rb = nr.max_prbs(link.bandwidth_hz, mu, fr)
             except ValueError as exc:
                 raise ValueError(f"{direction}.bandwidth_hz: {exc}") from None
             for key in ("n_rb", "rb_per_flow", "tx_power_rbs"):
