@@ -2,8 +2,10 @@
 
 ``CHANNEL_MODELS`` maps a name to ``("module:attribute", "one-line summary")``; netfl's
 registry imports the target only when used. Path-loss models (``radio.channel_model``) are
-:class:`channel_models.itu_m2135.M2135Model` instances (or any object with the methods
-of ``netfl.radio.link.ChannelModel``, named ``package.module:attribute``); rate mappings
+:class:`channel_models.itu_m2135.M2135Model` instances or
+:class:`channel_models.tr38901.ThreeGppModel` instances (or any object with the methods of
+:class:`channel_models.protocol.ChannelModel`, named ``package.module:attribute``; check one
+with :func:`channel_models.protocol.check_channel_model`); rate mappings
 (``radio.rate_mapping.kind``) are :class:`channel_models.rate.RateMapping` instances.
 """
 
@@ -31,6 +33,30 @@ CHANNEL_MODELS: dict[str, tuple[str, str]] = {
     "uma": (
         "channel_models.itu_m2135:UMA",
         "path loss: ITU-R M.2135-1 Urban Macro, LOS drawn per UE with P_LOS(d)",
+    ),
+    "tr38901_umi": (
+        "channel_models.tr38901:UMI",
+        "path loss: 3GPP TR 38.901 UMi-Street Canyon, LOS drawn per link with P_LOS (0.5-100 GHz)",
+    ),
+    "tr38901_umi_los": (
+        "channel_models.tr38901:UMI_LOS",
+        "path loss: 3GPP TR 38.901 UMi-Street Canyon LOS (sigma 4 dB)",
+    ),
+    "tr38901_umi_nlos": (
+        "channel_models.tr38901:UMI_NLOS",
+        "path loss: 3GPP TR 38.901 UMi-Street Canyon NLOS (sigma 7.82 dB)",
+    ),
+    "tr38901_uma": (
+        "channel_models.tr38901:UMA",
+        "path loss: 3GPP TR 38.901 UMa, LOS drawn per link with P_LOS (0.5-100 GHz)",
+    ),
+    "tr38901_uma_los": (
+        "channel_models.tr38901:UMA_LOS",
+        "path loss: 3GPP TR 38.901 UMa LOS (sigma 4 dB)",
+    ),
+    "tr38901_uma_nlos": (
+        "channel_models.tr38901:UMA_NLOS",
+        "path loss: 3GPP TR 38.901 UMa NLOS (sigma 6 dB)",
     ),
     "shannon": ("channel_models.rate:SHANNON", "rate: Shannon capacity B log2(1 + SINR)"),
     "shannon_with_loss": (

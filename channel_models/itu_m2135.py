@@ -34,12 +34,13 @@ from typing import Literal
 
 import numpy as np
 
+from channel_models.protocol import OutOfRange
+
 SPEED_OF_LIGHT_M_S = 3.0e8
 FREQUENCY_RANGE_HZ = (2.0e9, 6.0e9)
 
 Environment = Literal["umi", "uma"]
 Condition = Literal["los", "nlos", "mixed"]
-OutOfRange = Literal["refuse", "clip"]
 
 
 class OutOfValidityError(ValueError):

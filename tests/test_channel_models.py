@@ -136,8 +136,58 @@ def test_registry_lists_and_loads_every_entry():
 
 def test_channel_models_import_with_numpy_only():
     code = (
-        "import sys, channel_models, channel_models.itu_m2135, channel_models.rate;"
+        "import sys, channel_models, channel_models.itu_m2135, channel_models.rate,"
+        " channel_models.tr38901, channel_models.antenna, channel_models.protocol;"
         "bad = {'simpy', 'torch', 'pydantic', 'netfl', 'scipy'} & set(sys.modules);"
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_registered_path_loss_model_passes_the_conformance_check():
+    from channel_models.protocol import check_channel_model
+
+    registry = channel_models()
+    checked = 0
+    for name in CHANNEL_MODELS:
+        model = registry.load(name)
+        if not hasattr(model, "pathloss_db"):
+            continue  # a rate mapping
+        frequency = 2.5e9  # inside ITU-R M.2135 (2-6 GHz) and TR 38.901 (0.5-100 GHz)
+        assert check_channel_model(model, frequency, 10.0, 1.5) == [], name
+        checked += 1
+    assert checked == 12
+
+
+def test_conformance_check_names_the_broken_rule():
+    from channel_models.protocol import check_channel_model
+
+    class Shrinking:
+        def problems(self, frequency_hz, bs_height_m, ue_height_m):
+            return {}
+
+        def distance_range_m(self):
+            return 10.0, 1000.0
+
+        def los_probability(self, distance_m):
+            return np.full(np.shape(distance_m), 1.5)
+
+        def shadowing_sigma_db(self, los):
+            return np.zeros(np.shape(los))
+
+        def check_distance(self, distance_m, out_of_range):
+            return np.asarray(distance_m)  # never refuses
+
+        def pathloss_db(self, distance_m, frequency_hz, bs_height_m, ue_height_m, los=None):
+            distance_m[:] = 1.0  # writes to its input, and the loss no longer grows
+            return 100.0 - np.log10(np.arange(1, len(distance_m) + 1))
+
+    broken = " | ".join(check_channel_model(Shrinking()))
+    assert "los_probability() is not a probability" in broken
+    assert "non-decreasing" in broken
+    assert "modified its input" in broken
+    assert "accepted a distance beyond its range" in broken
+    assert check_channel_model(object()) == [
+        "it lacks the ChannelModel method(s) problems, distance_range_m, los_probability,"
+        " shadowing_sigma_db, check_distance, pathloss_db"
+    ]

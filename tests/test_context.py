@@ -124,3 +124,26 @@ def test_bad_hasher_parameters():
         QuantisedLSH.create(4, 2, 0.0, rng)
     with pytest.raises(ValueError, match="positive"):
         simhash(["a"], 8, weights={"a": -1.0})
+
+
+def test_every_feature_a_run_reports_is_a_declared_feature():
+    # Issue 13: feature keys are declared once (netfl.features.Feature); runs with the
+    # optional producers on (oracle exchange times, a loss poll, an update poll) report
+    # no other key.
+    from netfl.features import Feature
+    from tests.protocol_helpers import group, run, scenario
+
+    seen: set[str] = set()
+    for poller in ("Poller", "UpdatePoller"):
+        data = scenario(
+            [group("a", 6, compute_sps=50.0, n_samples=20)],
+            fl={"rounds": 2, "clients_per_round": 2, "oracle_exchange_time": True},
+            selection={"name": f"tests.protocol_helpers:{poller}"},
+        )
+        if poller == "UpdatePoller":
+            data["learning"] = {"dataset": "digits", "model": "digits_mlp", "batch_size": 10}
+        world = run(data)
+        for ctx in world.strategy.contexts:
+            seen |= set(ctx.features)
+    assert {"mu", "polled", "loss", "update_vector", "expected_exchange_time_s"} <= seen
+    assert seen <= set(Feature), seen - set(Feature)

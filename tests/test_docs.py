@@ -16,6 +16,14 @@ def test_scenario_reference_is_current():
     assert current == render(), "regenerate: python -m netfl.config.docs > docs/scenario.md"
 
 
+def test_feature_reference_is_current_and_complete():
+    from netfl.features import DESCRIPTIONS, Feature, markdown
+
+    current = (ROOT / "docs" / "features.md").read_text()
+    assert current == markdown(), "regenerate: python -m netfl.features > docs/features.md"
+    assert set(DESCRIPTIONS) == set(Feature)
+
+
 def test_every_scenario_key_is_documented():
     from netfl.config.scenario import Scenario
 

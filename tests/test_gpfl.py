@@ -169,3 +169,41 @@ def test_learner_reports_lr_times_steps_with_update_vectors():
     assert sgd.steps_taken(np.array([0, 1, 10, 11, 25])).tolist() == [0, 2, 2, 4, 6]
     sgd = LocalSGD(lr=0.1, epochs=1, batch_size=10, steps=30)
     assert sgd.steps_taken(np.array([0, 5])).tolist() == [0, 30]
+
+
+def test_momentum_direction_has_one_unit_across_initialisation_and_rounds():
+    # Issue 13: d^0 was the mean of updates / (lr x steps) (gradient units) and later rounds
+    # added raw w^t - w^{t-1}: with lr x steps = 0.1 the seed weighed 10x too much. In one
+    # unit (raw updates), eq. (1) by hand with gamma = 0.5:
+    # d^0 = mean((1, 0), (0, 1), (1, 1)) = (2/3, 2/3); d^1 = 0.5 d^0 + (0, 1) = (1/3, 4/3);
+    # d^2 = 0.5 d^1 + (1, 0) = (7/6, 2/3).
+    strategy = _gpfl()
+    strategy.choose_polled(ctx([0, 1, 2], 1))
+    init = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    scale = [0.1, 0.1, 0.1]
+    strategy.select(ctx([0, 1, 2], 1, features={"update_vector": init, "update_scale": scale}))
+    assert strategy.direction == pytest.approx([2 / 3, 2 / 3])
+    strategy.observe(
+        _fb(
+            0,
+            [2],
+            0.5,
+            1.0,
+            update_vector=[[0.0, 0.2]],
+            update_scale=[0.1],
+            global_update=[0.0, 1.0],
+        )
+    )
+    assert strategy.direction == pytest.approx([1 / 3, 4 / 3])
+    strategy.observe(
+        _fb(
+            1,
+            [0],
+            0.6,
+            0.9,
+            update_vector=[[0.1, 0.0]],
+            update_scale=[0.1],
+            global_update=[1.0, 0.0],
+        )
+    )
+    assert strategy.direction == pytest.approx([7 / 6, 2 / 3])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -77,10 +79,18 @@ def test_polled_set_follows_data_size_without_replacement():
     assert counts / trials == pytest.approx(inclusion, abs=0.012)
 
 
-def test_d_defaults_to_twice_the_budget():
+def test_d_defaults_to_twice_m():
     strategy = _ready(PowD(), [10] * 10, 3)
     assert len(strategy.choose_polled(context(strategy, range(10)))) == 6
     assert len(strategy.choose_polled(context(strategy, range(4), round=1))) == 4
+
+
+def test_d_defaults_to_twice_m_not_twice_the_over_selection_budget():
+    # Issue 13: with over-selection the budget is ceil(m (1 + o)) = 5 for m = 3, o = 0.5;
+    # the paper's d = 2m polls 6, not 2 x 5 = 10.
+    strategy = _ready(PowD(), [10] * 12, 5)
+    over = dataclasses.replace(context(strategy, range(12)), target=3)
+    assert len(strategy.choose_polled(over)) == 6
 
 
 def test_pow_d_without_polled_losses_is_a_clear_error():

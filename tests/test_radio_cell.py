@@ -51,12 +51,15 @@ def test_interferers_are_the_other_base_stations_one_isd_away():
 
 def test_backhaul_path_to_edge_or_cloud():
     graph = build_topology(1, 100.0, BACKHAUL)
-    edge = backhaul_path(graph, "edge")
-    cloud = backhaul_path(graph, "cloud")
+    edge = [graph.edges[a, b] for a, b in backhaul_path(graph, "edge")]
+    cloud = [graph.edges[a, b] for a, b in backhaul_path(graph, "cloud")]
     assert [link["latency_s"] for link in edge] == [0.001]
     assert [link["latency_s"] for link in cloud] == [0.001, 0.02]
     assert math.isinf(cloud[0]["capacity_bps"]) and cloud[1]["capacity_bps"] == 1e9
     assert graph.has_edge(SERVING_CELL, "edge")
+    # From another site of the layout: its own BS -> edge link, then the shared one.
+    far = ("cell", 1, 0)
+    assert backhaul_path(graph, "cloud", far) == [(far, "edge"), ("edge", "cloud")]
 
 
 def test_area_drop_is_uniform_over_the_hexagon():

@@ -14,6 +14,7 @@ from netfl.selection.fedcs_deadline import FedCSDeadline
 from netfl.selection.fedcs_extended import FedCSExtended
 from netfl.selection.observations import MissingFeatureError
 from netfl.selection.tinc import greedy_schedule, observed_increments, t_inc
+from tests.protocol_helpers import group, run, scenario
 from tests.selection_helpers import ctx, feedback, info, ready, selection_error
 
 # Three clients (t^UD, t^UL): A = (2, 3), B = (5, 1), C = (1, 4). By eq. (1) from the empty
@@ -186,3 +187,37 @@ def test_deadline_forms_need_a_deadline(tiny, selection, key):
 )
 def test_bad_fedcs_params_name_the_key(tiny, params, key):
     assert selection_error(tiny, "fedcs_extended", params).problems[0].key == key
+
+
+# -- issue 13: a straggler that missed the deadline must not keep reporting 0 s ----------
+def _stall_scenario(strategy: str) -> dict:
+    """Six fast clients (100 samples/s) and one very slow one (0.5 samples/s), 50 samples
+    each, a fixed radio (5 Mbit/s up, 20 down), a 1 Mbit model, FedCS with a 30 s deadline:
+    the slow client needs 100 s for its update, so it can never complete."""
+    return scenario(
+        [
+            group("fast", 6, compute_sps=100.0, n_samples=50),
+            group("slow", 1, compute_sps=0.5, n_samples=50),
+        ],
+        radio={"model": "fixed", "rate_ul_bps": 5.0e6, "rate_dl_bps": 20.0e6},
+        fl={
+            "protocol": "fedcs",
+            "rounds": 12,
+            "clients_per_round": 3,
+            "deadline_s": 30.0,
+            "model_size_bits": 1.0e6,
+        },
+        selection={"name": strategy},
+    )
+
+
+@pytest.mark.parametrize("strategy", ["fedcs", "fedcs_extended"])
+def test_a_deadline_straggler_does_not_stall_fedcs(strategy):
+    world = run(_stall_scenario(strategy))
+    completed = [len(r.completed) for r in world.server.records]
+    # Before the fix every round from the third on completed 0 updates: the slow client
+    # and the two fast ones it displaced kept reporting 0 s and were picked first.
+    assert np.mean(completed[3:12]) >= 2.5, completed
+    slow = 6
+    assert world.server.reported.update_s[slow] >= 25.0  # ~30 s deadline minus the download
+    assert world.server.reported.misses[slow] >= 1

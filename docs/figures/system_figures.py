@@ -9,6 +9,8 @@ tables into this folder (or ``--out``)::
     python docs/figures/system_figures.py mab_cs sweeps/mab-cs-eta
     netfl sweep examples/compare_selection_sweep.yaml --jobs 2
     python docs/figures/system_figures.py compare sweeps/compare-selection
+    netfl sweep examples/multicell_sweep.yaml --jobs 2
+    python docs/figures/system_figures.py multicell sweeps/multicell
 
 Everything is drawn with :mod:`netfl.trace.plots` and tabulated with
 :mod:`netfl.trace.compare`; this script only shortens the legend labels and lays out the
@@ -91,10 +93,19 @@ def _save(fig: Figure, path: Path) -> None:
     print(path)
 
 
-def _summary_table(runs: Runs, target: float | None) -> pd.DataFrame:
+def cell_label(run: Run) -> str:
+    """The strategy and the radio: ``FedCS, 57 cells`` or ``FedCS, 1 cell``."""
+    cell = run.scenario_dict["cell"]
+    cells = cell.get("sites", 1) * cell.get("sectors", 1)
+    return f"{short_label(run)}, {cells} cell{'s' if cells > 1 else ''}"
+
+
+def _summary_table(
+    runs: Runs, target: float | None, label: Callable[[Run], str] = short_label
+) -> pd.DataFrame:
     """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
     table = compare.per_run(runs, target)
-    table["strategy"] = [short_label(r) for r in runs]
+    table["strategy"] = [label(r) for r in runs]
     rows = []
     for name, group in table.groupby("strategy", sort=False):
         row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
@@ -105,6 +116,7 @@ def _summary_table(runs: Runs, target: float | None) -> pd.DataFrame:
             row["reached"] = f"{int(reached.sum())}/{len(group)}"
             row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
+        row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))
         row["Jain (selection counts)"] = _pm(*metrics.mean_ci(group["fairness_jain"]), digits=3)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -213,6 +225,13 @@ def compare_selection(runs: Runs, out: Path) -> None:
     _write_table(_summary_table(runs, target), out / "compare_selection.md")
 
 
+def multicell(runs: Runs, out: Path) -> None:
+    """scenarios/multicell.yaml against one cell: accuracy vs simulated time, the table."""
+    target = compare.common_target(runs, None)
+    _save(relabel(plots.accuracy_vs_time(runs), runs, cell_label), out / "multicell.png")
+    _write_table(_summary_table(runs, target, cell_label), out / "multicell.md")
+
+
 def _write_table(table: pd.DataFrame, path: Path) -> None:
     path.write_text(markdown(table), encoding="utf-8")
     print(path)
@@ -220,12 +239,17 @@ def _write_table(table: pd.DataFrame, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare"])
+    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare", "multicell"])
     parser.add_argument("sweep", help="the sweep directory (or run directories, a glob)")
     parser.add_argument("--out", default=str(HERE), help="folder for PNGs and tables")
     args = parser.parse_args(argv)
     runs = netfl.load_runs(args.sweep)
-    draw = {"rbcs_f": rbcs_f, "mab_cs": mab_cs, "compare": compare_selection}[args.which]
+    draw = {
+        "rbcs_f": rbcs_f,
+        "mab_cs": mab_cs,
+        "compare": compare_selection,
+        "multicell": multicell,
+    }[args.which]
     draw(runs, Path(args.out))
 
 

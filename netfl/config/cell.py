@@ -1,24 +1,29 @@
-"""Scenario section `cell`: geometry of the hexagonal LTE cell and its backhaul."""
+"""Scenario section `cell`: geometry of the hexagonal cells (one site or a grid of 1, 7 or
+19 sites of 1 or 3 sectors), the devices' indoor share, the sector antennas, the backhaul."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from netfl.config.base import (
     BitsPerSecond,
     Meters,
     NonNegativeInt,
+    PositiveInt,
     PositiveMeters,
+    Probability,
     Seconds,
     StrictModel,
     to_si,
 )
 
 SQRT3 = math.sqrt(3.0)
+SITE_COUNTS = (1, 7, 19)  # 0, 1 or 2 rings of hexagonal sites
+SECTOR_COUNTS = (1, 3)  # omni, or 3 sectors at 30/150/270 degrees (TR 38.901 Sec. 7.8)
 
 
 class BackhaulConfig(StrictModel):
@@ -88,9 +93,118 @@ class CellConfig(StrictModel):
             " interfere with the downlink (0: isolated cell; 1: the 7-cell layout)."
         ),
     )
+    sites: int = Field(
+        default=1,
+        description=(
+            "Sites of the hexagonal layout: 1, 7 (one ring) or 19 (two rings), ISD apart"
+            " (netfl/radio/layout.py; the multi-cell model of docs/radio.md)."
+        ),
+    )
+    sectors: int = Field(
+        default=1,
+        description=(
+            "Cells per site: 1 (omni) or 3 (boresights 30, 150 and 270 degrees, TR 36.814"
+            " Fig. A.2.1.1-2 / TR 38.901 Sec. 7.8, with the 3GPP sector antenna)."
+        ),
+    )
+    wrap_around: bool = Field(
+        default=False,
+        description=(
+            "Wrap-around of the 19-site layout: each device sees the nearest of the 7 images"
+            " of every site, so every cell has two full rings of interferers (needs sites: 19)."
+        ),
+    )
+    indoor_fraction: Probability = Field(
+        default=0.0,
+        description=(
+            "Share of the devices indoors, in [0, 1]: on floor n_fl (1..N_fl, N_fl uniform in"
+            " 4..8) at 3 (n_fl - 1) + 1.5 m, with TR 38.901 O2I loss (TR 38.901 Sec. 7.8: 0.8)."
+        ),
+    )
+    antenna_elements: PositiveInt = Field(
+        default=1,
+        description=(
+            "Vertically stacked elements per sector antenna, 0.5 wavelength apart (TR 36.873"
+            " Sec. 7.1.1; 1: the element alone, 10: the TR 38.901 7.8.1 calibration). Needs"
+            " sectors: 3."
+        ),
+    )
+    antenna_electrical_downtilt_deg: float = Field(
+        default=0.0,
+        ge=-90.0,
+        le=90.0,
+        description=(
+            "Electrical downtilt of the sector antenna's column below the horizon, degrees"
+            " (TR 38.901 7.8.1: 12). Needs sectors: 3 and antenna_elements above 1."
+        ),
+    )
+    antenna_mechanical_downtilt_deg: float = Field(
+        default=0.0,
+        ge=-90.0,
+        le=90.0,
+        description=(
+            "Mechanical downtilt of the sector antenna below the horizon, degrees. Needs"
+            " sectors: 3."
+        ),
+    )
+    o2i_model: Literal["low_loss", "high_loss"] = Field(
+        default="low_loss",
+        description=(
+            "TR 38.901 Table 7.4.3-2 building penetration model of indoor devices"
+            " (indoor_fraction) in FL runs."
+        ),
+    )
     backhaul: BackhaulConfig = Field(
         default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
     )
+
+    @property
+    def multicell(self) -> bool:
+        """True when FL runs use the multi-cell model (netfl/radio/multicell.py): more than
+        one site, 3 sectors, or indoor devices."""
+        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
+
+    @field_validator("sites")
+    @classmethod
+    def _sites(cls, value: int) -> int:
+        if value not in SITE_COUNTS:
+            raise ValueError(f"sites must be 1, 7 or 19, not {value}")
+        return value
+
+    @field_validator("sectors")
+    @classmethod
+    def _sectors(cls, value: int) -> int:
+        if value not in SECTOR_COUNTS:
+            raise ValueError(f"sectors must be 1 (omni) or 3, not {value}")
+        return value
+
+    @field_validator("wrap_around")
+    @classmethod
+    def _wrap_around(cls, value: bool, info: ValidationInfo) -> bool:
+        sites = info.data.get("sites")
+        if value and sites is not None and sites != 19:
+            raise ValueError(f"wrap_around needs sites: 19, not {sites}")
+        return value
+
+    @field_validator(
+        "antenna_elements", "antenna_electrical_downtilt_deg", "antenna_mechanical_downtilt_deg"
+    )
+    @classmethod
+    def _antenna(cls, value: float, info: ValidationInfo) -> float:
+        default = 1 if info.field_name == "antenna_elements" else 0.0
+        sectors = info.data.get("sectors")
+        if value != default and sectors == 1:
+            raise ValueError(
+                f"{info.field_name} shapes the 3GPP sector antenna; it needs sectors: 3"
+                " (omni cells use radio.bs_antenna_gain_dbi)"
+            )
+        elements = info.data.get("antenna_elements")
+        if info.field_name == "antenna_electrical_downtilt_deg" and value and elements == 1:
+            raise ValueError(
+                "antenna_electrical_downtilt_deg steers a column: it needs antenna_elements"
+                " above 1 (use antenna_mechanical_downtilt_deg for a single element)"
+            )
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -112,6 +226,16 @@ class CellConfig(StrictModel):
             raise ValueError(
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
+            )
+        if self.multicell and self.interfering_rings > 0:
+            raise ValueError(
+                "interfering_rings is the single-cell model's downlink interference; the"
+                " multi-cell model (sites, sectors, indoor_fraction) simulates every site's"
+                " interference itself: leave interfering_rings at 0"
+            )
+        if self.multicell and self.drop != "uniform_area":
+            raise ValueError(
+                "drop: the multi-cell model drops devices uniformly over the layout's area"
             )
         inradius = self.radius_m * SQRT3 / 2
         if self.min_distance_m >= inradius:

@@ -148,20 +148,31 @@ def _sub_models(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
+_emitted: dict[str, type[BaseModel]] = {}
+
+
 def _section(
     model: type[BaseModel],
     path: str,
     lines: list[str],
     defaults: BaseModel | None = None,
     tag_required: bool = False,
+    within: str = "",
 ) -> None:
     """Document ``model`` at ``path``; ``defaults``: the instance its parent defaults to
-    (the downlink's defaults are not LinkConfig's); ``tag_required``: see _tag_required."""
+    (the downlink's defaults are not LinkConfig's); ``tag_required``: see _tag_required;
+    ``within``: the parent variant, named when another variant already used the heading
+    (``radio.uplink`` of ``model: nr``). A section already shown identically is skipped."""
     doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
     title = f"## `{path}`"
     tag = _tag(model)  # one variant of a tagged union
     if tag is not None:
         title += f" ({tag[0]}: `{tag[1]}`)"
+    if title in lines:
+        if not within or _emitted.get(title) is model:
+            return
+        title += f" (in {within})"
+    _emitted[title] = model
     lines += [title, "", doc, ""]
     if not model.model_fields:
         lines += ["This section takes no keys yet.", ""]
@@ -184,10 +195,12 @@ def _section(
             nested.append((sub, sub_path, _default_of(sub, value), required))
     lines.append("")
     for sub, sub_path, sub_defaults, required in nested:
-        _section(sub, sub_path, lines, sub_defaults, required)
+        context = f"`{path}` {tag[0]}: `{tag[1]}`" if tag is not None else within
+        _section(sub, sub_path, lines, sub_defaults, required, context)
 
 
 def render() -> str:
+    _emitted.clear()
     lines = [
         "# Scenario reference",
         "",

@@ -1,11 +1,13 @@
 """Scenario section `radio`: how model downloads and uploads take time.
 
-Two models, chosen by ``radio.model``:
+Three models, chosen by ``radio.model``:
 
 - ``lte`` (default): an LTE cell. Each device's link budget (ITU-R M.2135-1 path loss,
   shadowing, noise) gives its SINR and, through a rate mapping, the rate of each resource
   block (RB); transfers share the RBs of their direction under a scheduling policy,
   together with background traffic (section ``traffic``).
+- ``nr``: a 5G NR cell (numerology, NR bandwidths, FDD or TDD slot pattern, NR CQI
+  tables); the same geometry, channel models, scheduler and traffic as ``lte``.
 - ``fixed``: each device has its own constant rates drawn once; transfers never interact.
 """
 
@@ -13,9 +15,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
+import numpy as np
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from channel_models.itu_m2135 import OutOfRange
+from channel_models import nr
+from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
 from netfl.config.dist import Distribution, Uniform
@@ -85,6 +96,20 @@ class LinkConfig(StrictModel):
         description="RBs that tx_power_dbm covers (null: rb_per_flow, or all RBs).",
     )
     noise_figure_db: NonNegativeFloat = Field(default=5.0, description="Receiver noise figure, dB.")
+    p0_dbm: float | None = Field(
+        default=None,
+        description=(
+            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1) in the multi-cell model:"
+            " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
+            " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
+        ),
+    )
+    alpha: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="Path-loss compensation factor alpha of open-loop power control (with p0_dbm).",
+    )
     scheduler: Policy = Field(
         default="equal",
         description=(
@@ -213,7 +238,10 @@ class LteRadioConfig(StrictModel):
     )
     ul_interference_db: NonNegativeFloat = Field(
         default=0.0,
-        description="Uplink interference over thermal noise at the BS, dB (other cells' UEs).",
+        description=(
+            "Uplink interference over thermal noise at the BS, dB (other cells' UEs), for the"
+            " single-cell model; the multi-cell model computes it from the transfers in flight."
+        ),
     )
     fluctuation_eta: float | None = Field(
         default=None,
@@ -238,6 +266,232 @@ class LteRadioConfig(StrictModel):
         description="Downlink (BS -> device).",
     )
 
+    @field_validator("downlink")
+    @classmethod
+    def _no_downlink_power_control(cls, value: LinkConfig) -> LinkConfig:
+        if value.p0_dbm is not None:
+            raise ValueError(
+                "p0_dbm is uplink power control; the base station transmits tx_power_dbm"
+            )
+        return value
+
+
+class NrCqiConfig(StrictModel):
+    """NR CQI table (TS 38.214 Table 5.2.2.1-2 or -3) chosen by SINR thresholds.
+
+    The thresholds come from a target BLER (finite-blocklength normal approximation,
+    ``channel_models.nr``) plus an implementation loss, or are given.
+    """
+
+    kind: Literal["nr_cqi"] = Field(default="nr_cqi", description="Rate mapping.")
+    table: Literal["table1", "table2"] = Field(
+        default="table2",
+        description="CQI table: `table1` (64QAM, TS 38.214 Table 5.2.2.1-2) or `table2`"
+        " (256QAM, Table 5.2.2.1-3).",
+    )
+    target_bler: PositiveFloat = Field(
+        default=nr.NrCqi.target_bler,
+        lt=1.0,
+        description="Block error rate target of link adaptation.",
+    )
+    block_symbols: PositiveInt = Field(
+        default=nr.NrCqi.block_symbols,
+        description="Channel uses per code block in the BLER -> SINR threshold derivation.",
+    )
+    implementation_loss_db: NonNegativeFloat = Field(
+        default=nr.NrCqi.implementation_loss_db,
+        description="dB added to the derived SINR thresholds (decoder loss from the bound).",
+    )
+    sinr_thresholds_db: list[float] | None = Field(
+        default=None,
+        description="SINR (dB) from which CQI 1..15 are used, 15 increasing values (null:"
+        " derive them from target_bler).",
+    )
+
+    @field_validator("sinr_thresholds_db")
+    @classmethod
+    def _fifteen(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None:
+            nr.NrCqi(sinr_thresholds_db=tuple(value))
+        return value
+
+
+NrRateMappingConfig = Annotated[
+    ShannonConfig | ShannonWithLossConfig | LteCqiConfig | NrCqiConfig, Field(discriminator="kind")
+]
+
+#: Default receiver noise figures: the device's 9 dB is TR 38.901 Table 7.8-1's UT noise
+#: figure; the BS's 5 dB is the LTE model's (TR 38.901 calibrates the downlink only).
+NR_NOISE_FIGURE_DB = {"uplink": 5.0, "downlink": 9.0}
+
+#: Default BS transmit power spectral density: 44 dBm in 20 MHz (TR 38.901 Table 7.8-1,
+#: UMi-Street Canyon calibration; UMa uses 49 dBm).
+BS_TX_POWER_DBM_PER_MHZ = 44.0 - 10.0 * 1.3010299956639813
+
+
+class NrLinkConfig(LinkConfig):
+    """One direction of the NR cell (``bandwidth_hz`` checked against the numerology)."""
+
+    bandwidth_hz: Hertz = Field(
+        default=100e6,
+        description="NR channel bandwidth, one of TS 38.101-1 Table 5.3.2-1 for the"
+        " numerology's SCS (FR1, mu 0-2) or TS 38.101-2 Table 5.3.2-1 (mu 3: 50-400 MHz).",
+    )
+    tx_power_dbm: PowerDbm | None = Field(  # type: ignore[assignment]
+        default=None,
+        description="Transmit power, dBm (null: ue_tx_power_dbm uplink, bs_tx_power_dbm_per_mhz"
+        " x bandwidth downlink); spread over tx_power_rbs PRBs.",
+    )
+    overhead_fraction: float | None = Field(
+        default=None,
+        ge=0.0,
+        lt=1.0,
+        description="Share of resource elements lost to DMRS, control, SSB, CSI-RS (null: TS"
+        " 38.306 Sec. 4.1.2 OH: 0.14 FR1 DL, 0.08 FR1 UL, 0.18 FR2 DL, 0.10 FR2 UL).",
+    )
+    noise_figure_db: NonNegativeFloat | None = Field(  # type: ignore[assignment]
+        default=None,
+        description="Receiver noise figure, dB (null: 5 dB at the BS for the uplink, 9 dB at"
+        " the device for the downlink).",
+    )
+    _max_rb: int = PrivateAttr(default=0)
+
+    @field_validator("bandwidth_hz")
+    @classmethod
+    def _standard(cls, value: float) -> float:
+        return value  # checked against the numerology by NrRadioConfig
+
+    @field_validator("n_rb", "rb_per_flow", "tx_power_rbs")
+    @classmethod
+    def _fits(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return value  # checked against the numerology by NrRadioConfig
+
+    @property
+    def rb_count(self) -> int:
+        return self.n_rb or self._max_rb
+
+
+class NrRadioConfig(LteRadioConfig):
+    """``model: nr``: a 5G NR cell: numerology, NR bandwidths, FDD or TDD, NR CQI tables.
+
+    Shares the geometry, channel models, scheduler and traffic of ``model: lte``; see
+    docs/radio.md ("5G NR") for every formula and its source.
+    """
+
+    model: Literal["nr"] = Field(default="nr", description="Radio model.")  # type: ignore[assignment]
+    numerology: int = Field(
+        default=1,
+        description="Numerology mu: subcarrier spacing 15 kHz x 2^mu (0..3: 15/30/60/120"
+        " kHz), slot 1 ms / 2^mu (TS 38.211 Sec. 4.2).",
+    )
+    duplex: Literal["fdd", "tdd"] = Field(
+        default="tdd",
+        description="`fdd`: separate uplink and downlink carriers (as LTE); `tdd`: one"
+        " carrier shared in time by tdd_pattern.",
+    )
+    tdd_special_slot: str = Field(
+        default="10:2:2",
+        description="Symbols of a special (S) slot as DL:guard:UL, adding up to 14.",
+    )
+    tdd_pattern: str = Field(
+        default="DDDSU",
+        description="TDD slot pattern, repeated: D downlink, U uplink, S special slot (e.g."
+        " DDDSU, DDSUU, DDDDDDDSUU); each direction is served at its symbol share.",
+    )
+    carrier_frequency_hz: Hertz = Field(default=3.5e9, description="Carrier frequency, Hz.")
+    rate_mapping: NrRateMappingConfig = Field(  # type: ignore[assignment]
+        default_factory=NrCqiConfig, description="SINR -> rate mapping."
+    )
+    ue_tx_power_dbm: PowerDbm = Field(
+        default=23.0, description="Device maximum transmit power, dBm (power class 3)."
+    )
+    bs_tx_power_dbm_per_mhz: Decibels = Field(
+        default=round(BS_TX_POWER_DBM_PER_MHZ, 2),
+        description="BS transmit power per MHz of channel bandwidth, dBm/MHz (default 44"
+        " dBm in 20 MHz, TR 38.901 Table 7.8-1 UMi).",
+    )
+    uplink: NrLinkConfig = Field(
+        default_factory=NrLinkConfig,
+        validate_default=True,
+        description="Uplink (device -> BS); noise_figure_db is the BS's (default 5 dB, as"
+        " the LTE model: TR 38.901 Table 7.8-1 calibrates the downlink only).",
+    )
+    downlink: NrLinkConfig = Field(
+        default_factory=NrLinkConfig,
+        validate_default=True,
+        description="Downlink (BS -> device); noise_figure_db is the device's (default 9 dB,"
+        " TR 38.901 Table 7.8-1).",
+    )
+
+    @field_validator("numerology")
+    @classmethod
+    def _mu(cls, value: int) -> int:
+        nr.check_numerology(value)
+        return value
+
+    @field_validator("tdd_special_slot")
+    @classmethod
+    def _special(cls, value: str) -> str:
+        nr.TddPattern("DU", nr.parse_special(value))
+        return value
+
+    @field_validator("tdd_pattern")
+    @classmethod
+    def _pattern(cls, value: str, info: ValidationInfo) -> str:
+        special = info.data.get("tdd_special_slot", "10:2:2")
+        nr.TddPattern.parse(value, special)
+        return value.strip().upper()
+
+    @model_validator(mode="after")
+    def _links(self) -> NrRadioConfig:
+        """Check each link's band against the numerology and fill its power and noise."""
+        mu = self.numerology
+        fr = nr.frequency_range(self.carrier_frequency_hz)
+        if mu == 3 and fr == "FR1":
+            raise ValueError(
+                "numerology 3 (120 kHz SCS) is FR2 only: set carrier_frequency_hz above"
+                " 24.25 GHz (TS 38.101-2)"
+            )
+        for direction in ("uplink", "downlink"):
+            link = getattr(self, direction)
+            try:
+                max_rb = nr.max_prbs(link.bandwidth_hz, mu, fr)
+            except ValueError as exc:
+                raise ValueError(f"{direction}.bandwidth_hz: {exc}") from None
+            for key in ("n_rb", "rb_per_flow", "tx_power_rbs"):
+                value = getattr(link, key)
+                if value is not None and value > max_rb:
+                    raise ValueError(
+                        f"{direction}.{key}: {value} PRBs is more than bandwidth_hz has"
+                        f" ({max_rb} PRBs)"
+                    )
+            update: dict[str, float] = {}
+            if link.tx_power_dbm is None:
+                update["tx_power_dbm"] = (
+                    self.ue_tx_power_dbm
+                    if direction == "uplink"
+                    else self.bs_tx_power_dbm_per_mhz
+                    + 10.0 * float(np.log10(link.bandwidth_hz / 1e6))
+                )
+            if link.noise_figure_db is None:
+                update["noise_figure_db"] = NR_NOISE_FIGURE_DB[direction]
+            if update:
+                link = link.model_copy(update=update)
+            link._max_rb = max_rb
+            object.__setattr__(self, direction, link)
+        if self.duplex == "tdd" and self.uplink.bandwidth_hz != self.downlink.bandwidth_hz:
+            raise ValueError(
+                "duplex tdd uses one carrier: uplink.bandwidth_hz and downlink.bandwidth_hz"
+                " must be equal"
+            )
+        return self
+
+    @property
+    def tdd(self) -> nr.TddPattern | None:
+        if self.duplex != "tdd":
+            return None
+        return nr.TddPattern.parse(self.tdd_pattern, self.tdd_special_slot)
+
 
 def _default_model(value: Any) -> Any:
     if isinstance(value, dict) and "model" not in value:
@@ -246,11 +500,11 @@ def _default_model(value: Any) -> Any:
 
 
 RadioConfig = Annotated[
-    LteRadioConfig | FixedRadioConfig,
+    LteRadioConfig | NrRadioConfig | FixedRadioConfig,
     Field(discriminator="model"),
     BeforeValidator(_default_model),
 ]
-"""``radio`` section: ``model: lte`` (default) or ``model: fixed``."""
+"""``radio`` section: ``model: lte`` (default), ``model: nr`` or ``model: fixed``."""
 
 
 def default_radio() -> LteRadioConfig:

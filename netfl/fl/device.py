@@ -30,6 +30,7 @@ import simpy
 
 from netfl.config.devices import DeviceGroup, DevicesConfig
 from netfl.config.dist import Choice, Constant, TruncNormal, Uniform
+from netfl.features import Feature
 from netfl.fl.availability import AvailabilityModel, build_availability
 from netfl.fl.background import (
     BackgroundQueue,
@@ -165,7 +166,7 @@ class Devices:
         """Context reported in the resource request: ``mu`` and ``cold_start`` (0/1)."""
         clients = np.asarray(clients, dtype=np.int64)
         mu = self.cpu_ratio[clients] / (1 + self.n_background[clients])
-        return {"mu": mu, "cold_start": (~self.warm[clients]).astype(float)}
+        return {Feature.MU: mu, Feature.COLD_START: (~self.warm[clients]).astype(float)}
 
     # -- availability ---------------------------------------------------------------------
 

@@ -71,11 +71,33 @@ class Outcome:
     compute_s: float = math.nan
     ready_s: float = math.nan
     upload_wait_s: float = math.nan
+    upload_start_s: float = math.nan
     upload: Transfer | None = None
+    left_s: float = math.nan  # when it left the exchange without completing
 
     @property
     def completed(self) -> bool:
         return self.status == "completed"
+
+    def observed_update_s(self, exchange_start_s: float) -> float:
+        """The update time, or a lower bound of it for a client that left before its update
+        was ready: the time from the end of its download (from the exchange's start if it
+        never received the model) until it left. NaN if it was never observed."""
+        if not math.isnan(self.ready_s):
+            return self.update_time_s
+        if math.isnan(self.left_s):
+            return math.nan
+        since_s = self.download.end_s if self.download is not None else exchange_start_s
+        return self.left_s - since_s
+
+    def observed_upload_s(self) -> float:
+        """The upload's duration, or for a client that left while uploading the time it
+        spent uploading (a lower bound). NaN if it never started its upload."""
+        if self.upload is not None:
+            return self.upload.duration_s
+        if math.isnan(self.upload_start_s) or math.isnan(self.left_s):
+            return math.nan
+        return self.left_s - self.upload_start_s
 
     @property
     def update_time_s(self) -> float:
@@ -215,6 +237,7 @@ class Exchange:
             if step is not None and step is not self._multicast and step.is_alive:
                 step.interrupt("cancelled")
             self._spend(c, phase, env.now)
+            out.left_s = env.now
             out.status, kind = LEAVE[str(interrupt.cause)]
             self._log(kind, c)
         finally:
@@ -267,6 +290,7 @@ class Exchange:
         if self.plan.sequential and out.order > 0:
             yield self.turns[out.order - 1]
         out.upload_wait_s = env.now - out.ready_s
+        out.upload_start_s = env.now
         self._log("upload_start", c, bits=bits)
         phase.busy, phase.since_s = "transmit", env.now
         step = phase.step = self.parts.network.upload(env, c, bits)

@@ -13,22 +13,37 @@ from netfl.trace.tables import RoundRecord
 
 
 class ReportedTimes:
-    """Each client's last observed update and upload times, reported in resource requests.
+    """The update and upload times each client reports in the resource request.
 
-    A client that never completed a round reports 0 s for both (002_27b575cdfe8e08e6.txt
-    Sec. II: "clients participating in FL for the first time notify the server that their
-    model update time and model upload time are 0 s").
+    A client that completes a round reports the times measured in it. A client that was
+    selected and left without completing (deadline miss, drop, cancellation) raises each
+    report to at least what it was seen to spend in that step (``Outcome.observed_*``): a
+    straggler must not keep reporting the 0 s of a newcomer, or FedCS schedules it first
+    in every round. A client never observed in a step reports 0 s for it (Yoshida et al.
+    2020, Sec. II: "clients participating in FL for the first time notify the server that
+    their model update time and model upload time are 0 s"). ``misses`` counts each
+    client's deadline misses and drops. The rule is documented in ``docs/protocol.md``.
     """
 
     def __init__(self, n_clients: int) -> None:
         self.update_s = np.zeros(n_clients)
         self.upload_s = np.zeros(n_clients)
+        self.misses = np.zeros(n_clients, dtype=np.int64)
 
-    def observe(self, outcomes: list[Outcome]) -> None:
+    def observe(self, outcomes: list[Outcome], exchange_start_s: float) -> None:
         for out in outcomes:
+            c = out.client
             if out.completed and out.upload is not None:
-                self.update_s[out.client] = out.update_time_s
-                self.upload_s[out.client] = out.upload.duration_s
+                self.update_s[c] = out.update_time_s
+                self.upload_s[c] = out.upload.duration_s
+                continue
+            update_s = out.observed_update_s(exchange_start_s)
+            upload_s = out.observed_upload_s()
+            if not math.isnan(update_s):
+                self.update_s[c] = max(self.update_s[c], update_s)
+            if not math.isnan(upload_s):
+                self.upload_s[c] = max(self.upload_s[c], upload_s)
+            self.misses[c] += out.status in ("deadline_miss", "dropped")
 
 
 def _transfer_time(out: Outcome, which: str) -> float:
@@ -69,4 +84,8 @@ def round_feedback(
         compute_time_s=np.array([o.compute_s for o in outcomes]),
         upload_wait_s=np.array([o.upload_wait_s for o in outcomes]),
         features=features,
+        observed_update_time_s=np.array(
+            [o.observed_update_s(distribution_start_s) for o in outcomes]
+        ),
+        observed_upload_time_s=np.array([o.observed_upload_s() for o in outcomes]),
     )

@@ -19,6 +19,7 @@ import simpy
 
 from netfl.config.devices import DevicesConfig, GroupLink
 from netfl.errors import ScenarioError
+from netfl.features import Feature
 from netfl.fl.device import Devices
 from netfl.fl.population import Population
 from netfl.radio.network import Network, Transfer, send_at_rate
@@ -81,8 +82,10 @@ class GroupLinkNetwork:
         NaN where it reports none)."""
         clients = np.asarray(clients, dtype=np.int64)
         features = dict(getattr(self.base, "features", lambda c: {})(clients))
-        radio = features.get("bandwidth_hz", np.full(len(clients), np.nan))
-        features["bandwidth_hz"] = np.where(self.linked[clients], self.bandwidth_hz[clients], radio)
+        radio = features.get(Feature.BANDWIDTH_HZ, np.full(len(clients), np.nan))
+        features[Feature.BANDWIDTH_HZ] = np.where(
+            self.linked[clients], self.bandwidth_hz[clients], radio
+        )
         return features
 
     def round_rate_ul_bps(self, clients: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 import simpy
 
 from netfl.config.fl import FLConfig
+from netfl.features import Feature
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
 from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
@@ -189,9 +190,9 @@ class Server:
         if network_features is not None:
             features.update(network_features(candidates))
         if self.config.oracle_exchange_time:
-            features["expected_exchange_time_s"] = self._expected_exchange_s(candidates)
+            features[Feature.EXPECTED_EXCHANGE_TIME_S] = self._expected_exchange_s(candidates)
         if self.contexts is not None:
-            features["context"] = self.contexts[candidates]
+            features[Feature.CONTEXT] = self.contexts[candidates]
         return features
 
     def _expected_exchange_s(self, clients: np.ndarray) -> np.ndarray:
@@ -223,6 +224,7 @@ class Server:
             deadline_s=self.config.deadline_s,
             features=features,
             target=self.config.clients_per_round,
+            misses=self.reported.misses[candidates],
         )
 
     @staticmethod
@@ -284,7 +286,7 @@ class Server:
             features[name] = column
         polled = np.zeros(len(ctx.candidates))
         polled[rows] = 1.0
-        features["polled"] = polled
+        features[Feature.POLLED] = polled
         return features
 
     def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
@@ -331,7 +333,7 @@ class Server:
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
         self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
         self._count(record, outcomes)
-        self.reported.observe(outcomes)
+        self.reported.observe(outcomes, distribution_start_s)
         loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
         signals = self.signals.feedback(result, record.selected)
         self.strategy.observe(

@@ -19,6 +19,7 @@ import numpy as np
 import simpy
 
 from channel_models.itu_m2135 import OutOfValidityError
+from channel_models.nr import NrCqi
 from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
@@ -26,9 +27,12 @@ from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import ScenarioError
 from netfl.fl.population import place_groups
 from netfl.radio import cell
+from netfl.radio.air import air_interface
 from netfl.radio.checks import RadioWarning
+from netfl.radio.layout import layout_from_config
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
+from netfl.radio.multicell import build_multicell
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
@@ -61,6 +65,9 @@ def rate_mapping(config: LteRadioConfig) -> RateMapping:
         return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
     if m.kind == "lte_cqi":
         return LteCqi(m.target_ber)
+    if m.kind == "nr_cqi":
+        thresholds = tuple(m.sinr_thresholds_db) if m.sinr_thresholds_db is not None else None
+        return NrCqi(m.table, m.target_bler, m.block_symbols, m.implementation_loss_db, thresholds)
     return Shannon()
 
 
@@ -73,6 +80,7 @@ class CellRadio:
         c = scenario.cell
         self.config = config
         self.mapping = rate_mapping(config)
+        self.air = air_interface(config)
         self.propagation = Propagation(
             channel_models().load(config.channel_model),
             config.carrier_frequency_hz,
@@ -81,8 +89,9 @@ class CellRadio:
             config.out_of_range,
             config.shadowing,
         )
+        self.layout = layout_from_config(c)
         self.topology = cell.build_topology(
-            c.interfering_rings, c.radius_m, c.backhaul.model_dump()
+            c.interfering_rings, c.radius_m, c.backhaul.model_dump(), self.layout
         )
         self.interferers = cell.interferer_sites(self.topology)
         up, down = config.uplink, config.downlink
@@ -94,6 +103,7 @@ class CellRadio:
                 config.bs_antenna_gain_dbi,
                 up.noise_figure_db,
                 config.ul_interference_db,
+                self.air.rb_bandwidth_hz,
             ),
             "downlink": Budget(
                 down.tx_power_dbm,
@@ -101,6 +111,7 @@ class CellRadio:
                 config.bs_antenna_gain_dbi,
                 config.ue_antenna_gain_dbi,
                 down.noise_figure_db,
+                rb_bandwidth_hz=self.air.rb_bandwidth_hz,
             ),
         }
 
@@ -114,8 +125,13 @@ class CellRadio:
         )
         return sinr_db(budget.received_dbm_per_rb(loss), budget.noise_dbm_per_rb, interference)
 
-    def rate_per_rb(self, sinr_db_values: np.ndarray) -> np.ndarray:
-        return rate_per_rb_bps(self.mapping, sinr_db_values, self.config.fast_fading)
+    def rate_per_rb(self, sinr_db_values: np.ndarray, direction: str) -> np.ndarray:
+        """Scheduler rate of one RB: the air interface's time share and overhead applied."""
+        rate = rate_per_rb_bps(
+            self.mapping, sinr_db_values, self.config.fast_fading, self.air.rb_bandwidth_hz
+        )
+        factor = self.air.rate_factor(direction)
+        return rate if factor == 1.0 else rate * factor
 
     def user_draw(
         self, scenario: Scenario, direction: str
@@ -132,7 +148,7 @@ class CellRadio:
             diversity = [
                 diversity_gain(self.mapping, float(db_to_linear(s))) if pf else None for s in sinr
             ]
-            return self.rate_per_rb(sinr), diversity
+            return self.rate_per_rb(sinr, direction), diversity
 
         return draw
 
@@ -228,13 +244,30 @@ def _coverage(scenario: Scenario, channels: Channels) -> None:
     warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
 
 
-def _backhaul(env: simpy.Environment, radio: CellRadio, aggregator: str) -> list[BackhaulLink]:
-    links = cell.backhaul_path(radio.topology, aggregator)
-    return [
-        BackhaulLink(env, link["latency_s"], link["capacity_bps"])
-        for link in links
-        if link["latency_s"] > 0 or np.isfinite(link["capacity_bps"])
-    ]
+class Backhaul:
+    """One :class:`BackhaulLink` per edge of the topology, shared by every path across it."""
+
+    def __init__(self, env: simpy.Environment, topology: Any, aggregator: str) -> None:
+        self.env, self.topology, self.aggregator = env, topology, aggregator
+        self._links: dict[frozenset[Any], BackhaulLink | None] = {}
+
+    def path(self, source: Any = cell.SERVING_CELL) -> list[BackhaulLink]:
+        """The links a model crosses from ``source`` (a site node) to the aggregator."""
+        out = []
+        for a, b in cell.backhaul_path(self.topology, self.aggregator, source):
+            key = frozenset((a, b))
+            if key not in self._links:
+                data = self.topology.edges[a, b]
+                useful = data["latency_s"] > 0 or np.isfinite(data["capacity_bps"])
+                self._links[key] = (
+                    BackhaulLink(self.env, data["latency_s"], data["capacity_bps"])
+                    if useful
+                    else None
+                )
+            link = self._links[key]
+            if link is not None:
+                out.append(link)
+        return out
 
 
 def _lte(
@@ -255,8 +288,8 @@ def _lte(
     channels = Channels(
         sinr["uplink"],
         sinr["downlink"],
-        radio.rate_per_rb(sinr["uplink"]),
-        radio.rate_per_rb(sinr["downlink"]),
+        radio.rate_per_rb(sinr["uplink"], "uplink"),
+        radio.rate_per_rb(sinr["downlink"], "downlink"),
     )
     _coverage(scenario, channels)
     links = {"uplink": config.uplink, "downlink": config.downlink}
@@ -279,7 +312,8 @@ def _lte(
         fluctuation_rng=(
             streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
         ),
-        backhaul=_backhaul(env, radio, scenario.cell.backhaul.aggregator),
+        backhaul=Backhaul(env, radio.topology, scenario.cell.backhaul.aggregator).path(),
+        air=radio.air,
     )
     traffic = _traffic(scenario, radio, schedulers, streams, timeline)
     columns = {
@@ -290,17 +324,64 @@ def _lte(
         "pathloss_db": geometry.pathloss_db,
         "shadowing_db": geometry.shadowing_db,
         "snr_ul_db": sinr["uplink"],
+        "cell": np.zeros(n, dtype=np.int32),
+        "coupling_loss_db": geometry.pathloss_db
+        + geometry.shadowing_db
+        - config.bs_antenna_gain_dbi
+        - config.ue_antenna_gain_dbi,
+        "sinr_ul_db": sinr["uplink"],  # with the constant ul_interference_db in the noise
         "sinr_dl_db": sinr["downlink"],
     }
+    return RadioBuild(network, columns, traffic)
+
+
+def _multicell(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    c = scenario.cell
+    topology = cell.build_topology(0, c.radius_m, c.backhaul.model_dump(), layout_from_config(c))
+    sites = {
+        data["site"]: node
+        for node, data in topology.nodes(data=True)
+        if data.get("kind") == "cell" and "site" in data
+    }
+    backhaul = Backhaul(env, topology, c.backhaul.aggregator)
+    try:
+        network, columns, traffic = build_multicell(
+            scenario,
+            env,
+            streams,
+            timeline,
+            n,
+            channel_models().load(config.channel_model),
+            rate_mapping(config),
+            lambda site: backhaul.path(sites[site]),
+        )
+    except OutOfValidityError as exc:
+        raise ScenarioError.single("radio.out_of_range", f"{exc}; or set it to clip") from None
+    _coverage(
+        scenario,
+        Channels(
+            columns["sinr_ul_db"],
+            columns["sinr_dl_db"],
+            network.rate_per_rb_nominal["ul"],
+            network.rate_per_rb_nominal["dl"],
+        ),
+    )
     return RadioBuild(network, columns, traffic)
 
 
 def build_radio(
     scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
 ) -> RadioBuild:
-    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed)."""
+    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed; the
+    multi-cell model when ``cell`` asks for more than one site, sectors or indoor devices)."""
     if isinstance(scenario.radio, FixedRadioConfig):
         build = _fixed(scenario, streams, n)
+    elif scenario.cell.multicell:
+        build = _multicell(scenario, env, streams, timeline, n)
     else:
         build = _lte(scenario, env, streams, timeline, n)
     build.columns["rate_ul_bps"] = build.network.rate_ul_bps

@@ -10,11 +10,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 
+if TYPE_CHECKING:
+    from netfl.radio.layout import Layout
+
 SQRT3 = float(np.sqrt(3.0))
+SITE_RINGS = {1: 0, 7: 1, 19: 2}  # sites of a hexagonal layout -> rings around the centre
 SERVING_CELL = ("cell", 0, 0)
 
 
@@ -86,25 +91,48 @@ def build_topology(
     rings: int,
     radius_m: float,
     backhaul: Mapping[str, float | None],
+    layout: Layout | None = None,
 ) -> nx.Graph:
     """The network as a graph: cells with their neighbours, and BS -> edge -> cloud links.
 
-    Nodes ``("cell", q, r)`` carry ``x_m``/``y_m`` (the serving cell is ``("cell", 0, 0)``)
-    and are joined to their neighbours by edges of ``kind="neighbour"`` (inter-cell
-    interference). Every cell's BS is joined to ``"edge"`` and the edge to ``"cloud"`` by
-    ``kind="backhaul"`` edges with ``latency_s`` and ``capacity_bps`` (inf: unlimited),
-    from ``backhaul`` keys ``bs_edge_latency_s``, ``bs_edge_capacity_bps``,
-    ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``.
+    Nodes ``("cell", q, r)`` (``kind="cell"``) are base-station sites; they carry
+    ``x_m``/``y_m`` and ``ring`` (0 for the serving cell ``("cell", 0, 0)``), and are joined
+    to their neighbours by edges of ``kind="neighbour"`` (inter-cell interference). There is
+    one per site within ``rings`` (the single-cell model's interferers,
+    :func:`interferer_sites`) and one per site of ``layout``. A layout's site ``s`` (its
+    ``site_xy_m[s]``, the same grid) also carries ``site=s``, and each of its sectors is a
+    node ``("sector", s, k)`` (``kind="sector"``, with ``site``, ``cell`` = ``s * sectors +
+    k`` (the column of :mod:`netfl.radio.propagation`'s matrices) and ``boresight_deg``),
+    joined to its site by an edge of ``kind="sector"``. Every site's BS is joined to
+    ``"edge"`` and the edge to ``"cloud"`` by ``kind="backhaul"`` edges with ``latency_s``
+    and ``capacity_bps`` (inf: unlimited), from ``backhaul`` keys ``bs_edge_latency_s``,
+    ``bs_edge_capacity_bps``, ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``.
     """
-    graph = nx.Graph()
-    sites = hex_grid_sites(rings, radius_m)
+    graph = nx.Graph(interfering_rings=rings)
+    layout_rings = 0 if layout is None else SITE_RINGS[layout.n_sites]
+    sites = hex_grid_sites(max(rings, layout_rings), radius_m)
     coords = {(q, r) for q, r, _, _ in sites}
     for q, r, x, y in sites:
-        graph.add_node(("cell", q, r), kind="cell", x_m=x, y_m=y)
+        ring = (abs(q) + abs(r) + abs(q + r)) // 2
+        graph.add_node(("cell", q, r), kind="cell", x_m=x, y_m=y, ring=ring)
     for q, r, _, _ in sites:
         for dq, dr in ((1, 0), (0, 1), (-1, 1)):
             if (q + dq, r + dr) in coords:
                 graph.add_edge(("cell", q, r), ("cell", q + dq, r + dr), kind="neighbour")
+    if layout is not None:
+        boresights = layout.cell_boresight_deg
+        for s, (q, r, _, _) in enumerate(sites[: layout.n_sites]):
+            graph.nodes["cell", q, r]["site"] = s
+            for k in range(layout.sectors):
+                index = s * layout.sectors + k
+                graph.add_node(
+                    ("sector", s, k),
+                    kind="sector",
+                    site=s,
+                    cell=index,
+                    boresight_deg=float(boresights[index]),
+                )
+                graph.add_edge(("cell", q, r), ("sector", s, k), kind="sector")
 
     def capacity(key: str) -> float:
         value = backhaul.get(key)
@@ -131,16 +159,21 @@ def build_topology(
 
 
 def interferer_sites(graph: nx.Graph) -> np.ndarray:
-    """``(m, 2)`` positions of every base station but the serving one's."""
+    """``(m, 2)`` positions of the base stations within the graph's ``interfering_rings``
+    of the serving one (the single-cell model's downlink interferers)."""
+    rings = graph.graph.get("interfering_rings", 0)
     sites = [
         (data["x_m"], data["y_m"])
         for node, data in graph.nodes(data=True)
-        if data.get("kind") == "cell" and node != SERVING_CELL
+        if data.get("kind") == "cell" and node != SERVING_CELL and data["ring"] <= rings
     ]
     return np.asarray(sites, dtype=float).reshape(-1, 2)
 
 
-def backhaul_path(graph: nx.Graph, aggregator: str) -> list[dict[str, float]]:
-    """The backhaul links from the serving BS to ``aggregator`` (``edge`` or ``cloud``)."""
-    nodes = nx.shortest_path(graph, SERVING_CELL, aggregator, weight="latency_s")
-    return [graph.edges[a, b] for a, b in itertools.pairwise(nodes)]
+def backhaul_path(
+    graph: nx.Graph, aggregator: str, source: Any = SERVING_CELL
+) -> list[tuple[Any, Any]]:
+    """The backhaul links (graph edges) from a site's BS (the serving one by default) to
+    ``aggregator`` (``edge`` or ``cloud``)."""
+    nodes = nx.shortest_path(graph, source, aggregator, weight="latency_s")
+    return list(itertools.pairwise(nodes))

@@ -28,11 +28,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from channel_models.itu_m2135 import OutOfRange
+from channel_models.protocol import ChannelModel, OutOfRange
 from channel_models.rate import RateMapping, db_to_linear, linear_to_db
 from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading
 
@@ -50,6 +49,7 @@ class Budget:
     rx_gain_dbi: float
     noise_figure_db: float
     interference_db: float = 0.0
+    rb_bandwidth_hz: float = RB_BANDWIDTH_HZ
 
     def __post_init__(self) -> None:
         if self.tx_power_rbs <= 0:
@@ -63,7 +63,7 @@ class Budget:
     def noise_dbm_per_rb(self) -> float:
         return (
             THERMAL_NOISE_DBM_HZ
-            + 10.0 * np.log10(RB_BANDWIDTH_HZ)
+            + 10.0 * np.log10(self.rb_bandwidth_hz)
             + self.noise_figure_db
             + self.interference_db
         )
@@ -93,31 +93,6 @@ class Geometry:
     los: np.ndarray
     pathloss_db: np.ndarray
     shadowing_db: np.ndarray
-
-
-@runtime_checkable
-class ChannelModel(Protocol):
-    """What a path-loss model offers (see :class:`channel_models.itu_m2135.M2135Model`).
-
-    A ``radio.channel_model`` named ``package.module:attribute`` must provide all of it
-    (checked at validation by :func:`netfl.radio.checks.radio_problems`).
-    """
-
-    def problems(
-        self, frequency_hz: float, bs_height_m: float, ue_height_m: float
-    ) -> dict[str, str]: ...
-    def distance_range_m(self) -> tuple[float, float]: ...
-    def los_probability(self, distance_m: np.ndarray) -> np.ndarray: ...
-    def shadowing_sigma_db(self, los: np.ndarray) -> np.ndarray: ...
-    def check_distance(self, distance_m: np.ndarray, out_of_range: OutOfRange) -> np.ndarray: ...
-    def pathloss_db(
-        self,
-        distance_m: np.ndarray,
-        frequency_hz: float,
-        bs_height_m: float,
-        ue_height_m: float,
-        los: np.ndarray | None = None,
-    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -170,24 +145,32 @@ class Propagation:
         return budget.received_dbm_per_rb(loss)
 
 
-def fading_average(mapping: RateMapping, sinr: np.ndarray, competing: int = 1) -> np.ndarray:
+def fading_average(
+    mapping: RateMapping,
+    sinr: np.ndarray,
+    competing: int = 1,
+    rb_bandwidth_hz: float = RB_BANDWIDTH_HZ,
+) -> np.ndarray:
     """``E[f(SINR * M)]`` per RB, ``M`` the max of ``competing`` Exp(1) (Rayleigh power).
 
     A midpoint rule over the quantiles of ``M`` (CDF ``(1 - e^-x)^m``), vectorised.
     """
     quantile_x = -np.log1p(-(_QUANTILES ** (1.0 / competing)))
     faded = np.asarray(sinr, dtype=float)[..., None] * quantile_x
-    return mapping.rate_bps(faded, RB_BANDWIDTH_HZ).mean(axis=-1)
+    return mapping.rate_bps(faded, rb_bandwidth_hz).mean(axis=-1)
 
 
 def rate_per_rb_bps(
-    mapping: RateMapping, sinr_db_values: np.ndarray, fast_fading: FastFading
+    mapping: RateMapping,
+    sinr_db_values: np.ndarray,
+    fast_fading: FastFading,
+    rb_bandwidth_hz: float = RB_BANDWIDTH_HZ,
 ) -> np.ndarray:
     """Each link's nominal rate on one RB: the median channel, or its Rayleigh average."""
     sinr = db_to_linear(sinr_db_values)
     if fast_fading == "rayleigh":
-        return fading_average(mapping, sinr)
-    return mapping.rate_bps(sinr, RB_BANDWIDTH_HZ)
+        return fading_average(mapping, sinr, rb_bandwidth_hz=rb_bandwidth_hz)
+    return mapping.rate_bps(sinr, rb_bandwidth_hz)
 
 
 def diversity_gain(mapping: RateMapping, sinr: float) -> Callable[[int], float]:

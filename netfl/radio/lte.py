@@ -20,8 +20,10 @@ import numpy as np
 import simpy
 
 from channel_models.rate import RateMapping, db_to_linear
+from netfl.features import Feature
 from netfl.fluctuation import sample_mab_cs
-from netfl.radio.link import RB_BANDWIDTH_HZ, FastFading, diversity_gain
+from netfl.radio.air import AirInterface
+from netfl.radio.link import FastFading, diversity_gain
 from netfl.radio.network import Transfer
 from netfl.radio.scheduler import Flow, FluidScheduler
 
@@ -88,6 +90,7 @@ class LteNetwork:
         fluctuation_eta: float | None = None,
         fluctuation_rng: np.random.Generator | None = None,
         backhaul: list[BackhaulLink] | None = None,
+        air: AirInterface | None = None,
     ) -> None:
         self.env = env
         self.uplink, self.downlink = uplink, downlink
@@ -99,6 +102,7 @@ class LteNetwork:
         self.fluctuation_eta = fluctuation_eta
         self.fluctuation_rng = fluctuation_rng
         self.backhaul = backhaul or []
+        self.air = air or AirInterface()
         #: Nominal rates: the client alone in the cell with its full RB allocation.
         self.rate_ul_bps = channels.rate_per_rb_ul_bps * min(rb_cap_ul, uplink.n_rb)
         self.rate_dl_bps = channels.rate_per_rb_dl_bps * min(rb_cap_dl, downlink.n_rb)
@@ -136,7 +140,7 @@ class LteNetwork:
         alone (its RB cap x 180 kHz), the B_{t,n} of RBCS-F's context (003 eq. (14)).
         """
         rbs = min(self.rb_cap_ul, self.uplink.n_rb)
-        return {"bandwidth_hz": np.full(len(clients), rbs * RB_BANDWIDTH_HZ)}
+        return {Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * self.air.rb_bandwidth_hz)}
 
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction."""
@@ -169,7 +173,9 @@ class LteNetwork:
             assert self.fading_rng is not None
             fade = self.fading_rng.exponential()
             sinr = db_to_linear(sinr_db[client]) * fade
-            rate = float(self.mapping.rate_bps(sinr, RB_BANDWIDTH_HZ))
+            direction_name = "uplink" if direction == "ul" else "downlink"
+            rate = float(self.mapping.rate_bps(sinr, self.air.rb_bandwidth_hz))
+            rate *= self.air.rate_factor(direction_name)
         elif self.fast_fading == "rayleigh" and scheduler.policy == "proportional_fair":
             # Multi-user diversity exists only under proportional fair (as for background
             # users, build.CellRadio.user_draw); other policies would multiply by 1.
@@ -182,9 +188,21 @@ class LteNetwork:
         rate *= float(self.round_factor[client])
         return Flow(bits, rate, cap, client=client, diversity=diversity)
 
+    def _slot_wait(
+        self, direction: str, flow: Flow, scheduler: FluidScheduler
+    ) -> Generator[simpy.Event, Any, None]:
+        """TDD: wait for the direction's slots (:mod:`netfl.radio.air`); none in FDD/LTE."""
+        alone_bps = flow.rate_per_rb_bps * min(flow.rb_cap, scheduler.n_rb)
+        if alone_bps <= 0:
+            return
+        delay = self.air.access_delay_s(direction, flow.bits / alone_bps)
+        if delay > 0:
+            yield self.env.timeout(delay)
+
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         flow = self._flow("ul", client, bits)
         try:
+            yield from self._slot_wait("uplink", flow, self.uplink)
             yield from _leg(self.uplink, flow)
             for link in self.backhaul:
                 yield from link.carry(bits)
@@ -206,6 +224,7 @@ class LteNetwork:
             # Multicast: one transmission at the worst client's rate reaches everyone.
             flow = min(flows, key=lambda f: f.rate_per_rb_bps)
             flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
+            yield from self._slot_wait("downlink", flow, self.downlink)
             yield from _leg(self.downlink, flow)
         except simpy.Interrupt:
             return None  # the leg in progress released its share

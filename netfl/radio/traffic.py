@@ -14,7 +14,7 @@ as ``background_flow_start`` / ``background_flow_end`` (client -1).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import simpy
@@ -27,6 +27,13 @@ UserDraw = Callable[
     [np.random.Generator, int], tuple[np.ndarray, list[Callable[[int], float] | None]]
 ]
 SizeDraw = Callable[[np.random.Generator, int], np.ndarray]
+
+
+class Users(Protocol):
+    """Where background flows get their user: ``next()`` gives its rate per RB (and its
+    diversity gain under proportional fair, or None) for a flow about to start."""
+
+    def next(self) -> tuple[float, Callable[[int], float] | None]: ...
 
 
 class UserPool:
@@ -85,7 +92,7 @@ class FtpModel1:
         *,
         arrival_rate_hz: float,
         sizes: SizeDraw,
-        users: UserPool,
+        users: Users,
         rng: np.random.Generator,
         rb_cap: float | None = None,
         log: FlowLog | None = None,
@@ -137,7 +144,7 @@ class FullBuffer:
         scheduler: FluidScheduler,
         *,
         users: int,
-        pool: UserPool,
+        pool: Users,
         rb_cap: float | None = None,
         log: FlowLog | None = None,
     ) -> None:

@@ -82,21 +82,27 @@ class SelectionContext:
     budget
         How many to select at most (S_round, m; ceil(m (1 + o)) with over-selection).
     update_time_s, upload_time_s
-        Per candidate: the last observed model update time (from receiving the model to
-        the update being ready: cold start, queue wait and compute) and upload time (the
-        transfer); 0 for a client never selected before (as in MAB-CS, 002 Sec. II).
+        Per candidate: the model update time (from receiving the model to the update being
+        ready: cold start, queue wait and compute) and upload time (the transfer alone) the
+        client reports in the resource request. A client that completes a round reports the
+        times measured in it; a client that was selected and did not complete (deadline
+        miss, drop, cancellation) raises each report to at least the time it was seen to
+        spend in that step before it left (``RoundFeedback.observed_update_time_s``), so a
+        straggler never looks faster than it was observed to be. 0 s only for a client never
+        observed in that step (the first-participation rule of Yoshida et al. 2020,
+        Sec. II). The rule is in ``docs/protocol.md`` ("What clients report").
+    misses
+        Per candidate: how many rounds it was selected in and left without completing
+        because of the deadline or because it dropped out (cancellations by over-selection
+        are not counted).
     n_samples
         Per candidate: its number of training samples.
     deadline_s
         Round deadline relative to the round's start, or None.
     features
-        Extra per-candidate arrays, aligned with candidates: ``mu`` (available CPU ratio
-        reported in the resource request), ``cold_start`` (1.0 if the client was not
-        selected in the previous round: RBCS-F's s), ``bandwidth_hz`` (allocated bandwidth
-        of the round on a group link, NaN otherwise), ``expected_exchange_time_s`` (oracle
-        knowledge, only with ``fl.oracle_exchange_time``); after a poll, the polled signal
-        (``loss`` or ``update_vector``; NaN where not polled or not answered) and
-        ``polled`` (1.0 if answered). RBCS-F's context is c = [1/mu, cold_start, M/B].
+        Extra per-candidate arrays, aligned with candidates, keyed by
+        :class:`netfl.features.Feature` (every key and when it is reported:
+        ``docs/features.md``, generated from ``netfl/features.py``).
     target
         How many updates the server will aggregate (None: ``budget``).
     """
@@ -111,9 +117,12 @@ class SelectionContext:
     deadline_s: float | None = None
     features: Mapping[str, np.ndarray] = field(default_factory=dict)
     target: int | None = None
+    misses: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
 
     def __post_init__(self) -> None:
-        for name in ("candidates", "update_time_s", "upload_time_s", "n_samples"):
+        if len(self.misses) != len(self.candidates):
+            object.__setattr__(self, "misses", np.zeros(len(self.candidates), dtype=np.int64))
+        for name in ("candidates", "update_time_s", "upload_time_s", "n_samples", "misses"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
 
@@ -133,6 +142,15 @@ class RoundFeedback:
     (the client left) or ``cancelled`` (over-selection); ``completed`` is its boolean
     form and ``deadline_met`` is False exactly for ``deadline_miss``. ``features`` holds the
     selected clients' context features as the strategy saw them in ``select``.
+
+    ``observed_update_time_s`` and ``observed_upload_time_s`` are the times the server saw
+    each client spend in the step: the measured time where the step finished, else (a
+    client that left during the step) the time from the step's start to its leaving, a
+    lower bound of the true time; NaN only where the client never reached the step. A
+    client that left before receiving the model is counted as updating from the exchange's
+    start. Strategies that schedule on observed times use these, so a straggler that missed
+    the deadline is not mistaken for a fast client (``docs/protocol.md``). Left empty, they
+    default to ``update_time_s`` and ``upload_time_s``.
     """
 
     round: int
@@ -154,8 +172,16 @@ class RoundFeedback:
     compute_time_s: np.ndarray = field(default_factory=lambda: np.array([]))
     upload_wait_s: np.ndarray = field(default_factory=lambda: np.array([]))
     features: Mapping[str, np.ndarray] = field(default_factory=dict)
+    observed_update_time_s: np.ndarray = field(default_factory=lambda: np.array([]))
+    observed_upload_time_s: np.ndarray = field(default_factory=lambda: np.array([]))
 
     def __post_init__(self) -> None:
+        for observed, measured in (
+            ("observed_update_time_s", "update_time_s"),
+            ("observed_upload_time_s", "upload_time_s"),
+        ):
+            if len(getattr(self, observed)) != len(self.selected):
+                object.__setattr__(self, observed, getattr(self, measured))
         for name in (
             "selected",
             "completed",
@@ -170,6 +196,8 @@ class RoundFeedback:
             "queue_wait_s",
             "compute_time_s",
             "upload_wait_s",
+            "observed_update_time_s",
+            "observed_upload_time_s",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})

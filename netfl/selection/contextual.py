@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netfl.features import Feature
 from netfl.selection.base import RoundFeedback, SelectionContext
 from netfl.selection.oort import statistical_utility
 from netfl.selection.signals import feature, signal
@@ -29,7 +30,7 @@ class ContextBook:
 
     def record(self, ctx: SelectionContext, strategy: str) -> np.ndarray:
         """Store the candidates' contexts; return them (unit norm), aligned with candidates."""
-        raw = feature(ctx, "context", strategy).reshape(len(ctx.candidates), -1)
+        raw = feature(ctx, Feature.CONTEXT, strategy).reshape(len(ctx.candidates), -1)
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
         unit = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
         if self.contexts is None:

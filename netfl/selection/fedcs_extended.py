@@ -18,9 +18,12 @@ from netfl.selection.fedcs import FedCS
 class FedCSExtended(FedCS):
     """FedCS on moving averages of the observed times (Extended FedCS of 002).
 
-    Only times the server observed enter the average (a client that missed the deadline
-    adds nothing, as the reports FedCS schedules with); a client never observed is
-    scheduled with its reported times (0 before its first participation, 002 Sec. II).
+    Every round a client was selected in adds what the server observed of it
+    (``RoundFeedback.observed_update_time_s`` / ``observed_upload_time_s``): the measured
+    times, or for a client that left before finishing a step the time it was seen to
+    spend in it (a lower bound, as the reports FedCS schedules with; ``docs/protocol.md``).
+    A client never observed in a step is scheduled with its reported time for it (0 before
+    its first participation, Yoshida et al. 2020, Sec. II).
 
     Parameters
     ----------
@@ -48,17 +51,22 @@ class FedCSExtended(FedCS):
 
     def estimates(self, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
         c = ctx.candidates
-        seen = np.isfinite(self._update_s[c]).any(axis=1)
-        update = ctx.update_time_s.astype(float).copy()
-        upload = ctx.upload_time_s.astype(float).copy()
-        update[seen] = np.nanmean(self._update_s[c[seen]], axis=1)
-        upload[seen] = np.nanmean(self._upload_s[c[seen]], axis=1)
-        return update, upload
+        return (
+            _window_mean(self._update_s[c], ctx.update_time_s),
+            _window_mean(self._upload_s[c], ctx.upload_time_s),
+        )
 
     def observe(self, feedback: RoundFeedback) -> None:
-        both = np.isfinite(feedback.update_time_s) & np.isfinite(feedback.upload_time_s)
-        clients = feedback.selected[both]
+        seen = np.isfinite(feedback.observed_update_time_s)
+        clients = feedback.selected[seen]
         slots = self._next[clients] % self.window
-        self._update_s[clients, slots] = feedback.update_time_s[both]
-        self._upload_s[clients, slots] = feedback.upload_time_s[both]
+        self._update_s[clients, slots] = feedback.observed_update_time_s[seen]
+        self._upload_s[clients, slots] = feedback.observed_upload_time_s[seen]
         self._next[clients] += 1
+
+
+def _window_mean(window: np.ndarray, reported: np.ndarray) -> np.ndarray:
+    """Each row's mean over its observations (NaN: none), the reported time where none."""
+    counts = np.isfinite(window).sum(axis=1)
+    sums = np.where(np.isfinite(window), window, 0.0).sum(axis=1)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), reported)

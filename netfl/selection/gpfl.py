@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.errors import Problem
+from netfl.features import Feature
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 from netfl.selection.ranking import by_client, top_k
 from netfl.selection.signals import feature, signal
@@ -111,9 +112,15 @@ class GPFL(Strategy):
       c_i > 0 means agreement.
     - c_i^t projects a client's update of round t onto the global momentum direction
       known when the round started, d^{t-1}; where none is known yet (first round
-      without initialisation), onto the round's own aggregated update. The
-      initialisation's direction is the plain mean of the polled updates (the FedAvg of
-      Algorithm 1's initial round), which also seeds d.
+      without initialisation), onto the round's own aggregated update.
+    - One unit for the direction: model-parameter differences (update units). The
+      initialisation seeds d^0 with the plain mean of the polled raw updates (the FedAvg
+      of Algorithm 1's initial round), and every later round adds the raw aggregated
+      update w^t - w^{t-1}. With a constant lr x local steps this is the paper's eq. (1)
+      recursion d^t = gamma d^{t-1} + g^t (gradient units) times -lr x steps, so its
+      direction, the only thing eq. (3) uses, is the paper's. (Seeding d^0 with mean
+      gradients and then adding raw updates, as netfl did before, weighted the seed by
+      1 / (lr x steps), e.g. 10x at the paper's lr 0.005 and 20 steps.)
     - The softmax of eq. (5) runs over the latest projection C_i of every client (0 for
       a client never observed, as Algorithm 1 initialises C).
     - mu-tilde of eq. (6) is the mean of a client's adjusted rewards over its
@@ -181,9 +188,9 @@ class GPFL(Strategy):
     def select(self, ctx: SelectionContext) -> Sequence[int]:
         if self._polled_round == ctx.round:
             self._polled_round = None
-            updates = feature(ctx, "update_vector", "gpfl")
-            scale = ctx.features.get("update_scale")
-            self._initialise(ctx.candidates, mean_gradient(updates, scale))
+            updates = feature(ctx, Feature.UPDATE_VECTOR, "gpfl")
+            scale = ctx.features.get(Feature.UPDATE_SCALE)
+            self._initialise(ctx.candidates, np.asarray(updates, dtype=float), scale)
         if len(ctx.candidates):
             self._init_pending = False
         scores = self.bounds(ctx.round + 1)[ctx.candidates]
@@ -230,12 +237,17 @@ class GPFL(Strategy):
         if math.isfinite(feedback.global_loss):
             self.last_loss = feedback.global_loss
 
-    def _initialise(self, candidates: np.ndarray, updates: np.ndarray) -> None:
+    def _initialise(
+        self, candidates: np.ndarray, updates: np.ndarray, scale: np.ndarray | None
+    ) -> None:
+        """Algorithm 1's initial round: d^0 = the mean raw update (update units, as the
+        later w^t - w^{t-1}); each client's c_i from its mean gradient, as in observe."""
         finite = np.isfinite(updates).all(axis=1)
         if not finite.any():
             return
         direction = updates[finite].mean(axis=0)
-        self._reward(candidates[finite], projection(updates[finite], direction), 1.0)
+        gradients = mean_gradient(updates, scale)[finite]
+        self._reward(candidates[finite], projection(gradients, direction), 1.0)
         self.direction = direction
 
     def _reward(self, clients: np.ndarray, projections: np.ndarray, factor: float) -> None:

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from netfl.features import Feature
 from netfl.selection.base import RoundFeedback, SelectionContext
 from netfl.selection.signals import MissingSignalError, feature
 
 #: Raised when a strategy needs a context feature the server does not report.
 MissingFeatureError = MissingSignalError
 
-MU = "mu"
-BANDWIDTH_HZ = "bandwidth_hz"
-COLD_START = "cold_start"
-EXPECTED_EXCHANGE_TIME_S = "expected_exchange_time_s"
+MU = Feature.MU
+BANDWIDTH_HZ = Feature.BANDWIDTH_HZ
+COLD_START = Feature.COLD_START
+EXPECTED_EXCHANGE_TIME_S = Feature.EXPECTED_EXCHANGE_TIME_S
 
 
 def require_feature(ctx: SelectionContext, key: str, strategy: str) -> np.ndarray:

@@ -27,10 +27,12 @@ except ``round_threshold`` (30, FedScale's default for Oort; Oort's own argParse
 
 Differences from the reference, all at its edges: the loss term. netfl's learner reports
 the mean training loss of each client (``feedback.local_loss``), not the mean of squared
-per-sample losses; with the per-client standard deviation of the sample losses
-(``feedback.signals["local_loss_std"]``) it uses sqrt(mean^2 + std^2), the exact
-root-mean-square, otherwise the mean alone, which underestimates it by the spread of the
-losses (Jensen). Selected clients that did not report get the mean utility of those that
+per-sample losses. With the (population) standard deviation of the client's minibatch
+losses over its local iterations (``feedback.signals["local_loss_std"]``) it uses
+sqrt(mean^2 + std^2): the root-mean-square of the minibatch losses, which is below the
+per-sample root-mean-square Oort asks for by the spread of the losses within each
+minibatch (Jensen); without the std it uses the mean alone, lower still by the spread
+across minibatches. Selected clients that did not report get the mean utility of those that
 did (the reference's ``avgUtilLastEpoch`` for stragglers) and the round time as their
 duration. Durations are learnt from the observed exchange times only (the reference starts
 from device profiles). The reference's crash paths (an empty candidate list, an exploit
@@ -56,7 +58,8 @@ Fraction = Annotated[float, Field(ge=0, le=1)]
 def statistical_utility(
     n_samples: np.ndarray, mean_loss: np.ndarray, loss_std: np.ndarray | None = None
 ) -> np.ndarray:
-    """|B_i| sqrt(mean loss^2): sqrt(mean^2 + std^2) with the spread, else the mean."""
+    """|B_i| x the loss term: sqrt(mean^2 + std^2) with the minibatch spread (the RMS of
+    the minibatch losses, a lower bound of the per-sample RMS), else the mean."""
     mean_square = np.square(mean_loss)
     if loss_std is not None:
         mean_square = mean_square + np.square(np.nan_to_num(loss_std))

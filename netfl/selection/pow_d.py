@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from netfl.errors import Problem
+from netfl.features import Feature
 from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext, Strategy
 from netfl.selection.ranking import by_client, draw_by_size, top_k
 from netfl.selection.signals import feature
@@ -32,7 +33,13 @@ if TYPE_CHECKING:
 
 PollSize = Annotated[
     int | None,
-    Field(ge=1, description="size d of the candidate set (null: 2 m, as in 000 Fig. 1)"),
+    Field(
+        ge=1,
+        description=(
+            "size d of the candidate set (null: 2 m, m the clients aggregated per round,"
+            " as in Cho et al. 2020 Fig. 1: d = 2m)"
+        ),
+    ),
 ]
 
 
@@ -50,13 +57,16 @@ class _PowerOfChoice(Strategy):
         """Per-candidate values behind the latest ``select``, for the score log."""
         return self._scores
 
-    def poll_size(self, budget: int) -> int:
-        """d, or 2 m when not set."""
-        return self.d if self.d is not None else 2 * budget
+    def poll_size(self, m: int) -> int:
+        """d, or 2 m when not set: Cho et al. 2020 (Fig. 1, "d = 2m") size the candidate
+        set against m, the clients aggregated per round (``ctx.target``), not against the
+        selection budget, which over-selection inflates to ceil(m (1 + o))."""
+        return self.d if self.d is not None else 2 * m
 
     def draw(self, ctx: SelectionContext) -> np.ndarray:
         """The candidate set A: min(d, n) candidates drawn by p_k without replacement."""
-        return draw_by_size(ctx.candidates, ctx.n_samples, self.poll_size(ctx.budget), self.rng)
+        m = ctx.target if ctx.target is not None else ctx.budget
+        return draw_by_size(ctx.candidates, ctx.n_samples, self.poll_size(m), self.rng)
 
     @classmethod
     def scenario_problems(cls, scenario: Scenario) -> list[Problem]:
@@ -107,7 +117,7 @@ class PowD(_PowerOfChoice):
         if not len(ctx.candidates):
             self._scores = {}
             return []
-        loss = feature(ctx, "loss", "pow_d")
+        loss = feature(ctx, Feature.LOSS, "pow_d")
         if self._polled is not None and self._polled[0] == ctx.round:
             polled = self._polled[1]
         else:

@@ -18,6 +18,13 @@ not undertake the previous round" pay. netfl follows the model: s = 1 when the c
 *not* selected in the previous round (feature ``cold_start``), so c^T theta* adds tau^s
 exactly for cold starts.
 
+The clamp at 0 of the lower confidence bound follows eq. (19); Algorithm 2 line 9 writes
+the same bound without it. netfl keeps the clamp: an exchange time is non-negative, and
+without it a client whose confidence width still exceeds its estimate (its first few
+observations) would get a negative bound that makes it look faster than a client known to
+take 0 s. The two forms select alike once every width is below its estimate; the RBCS-F
+reproduction in docs/reproductions.md uses the clamp.
+
 A selected client whose exchange time was not observed (missed the deadline, dropped
 out) counts as selected in its virtual queue (x = 1, the decision) but adds no sample to
 its regression.

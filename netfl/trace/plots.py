@@ -221,6 +221,50 @@ def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
     return finish(fig, ax, "Client rates (CDF)")
 
 
+def layout(run: Run) -> Figure:
+    """The devices' positions coloured by serving cell (``clients.parquet`` ``cell``)."""
+    clients = run.clients
+    if "cell" not in clients or not np.isfinite(clients["x_m"].to_numpy(float)).any():
+        return message("Layout", "this run's clients have no positions or serving cells")
+    fig = Figure(figsize=(6, 6), layout="constrained")
+    ax = fig.add_subplot()
+    cells = clients["cell"].fillna(0).to_numpy(int)
+    ax.scatter(clients["x_m"], clients["y_m"], c=cells % 20, cmap="tab20", s=8)
+    ax.set_aspect("equal")
+    ax.set(xlabel="x (m)", ylabel="y (m)")
+    n_cells = len(np.unique(cells))
+    ax.set_title(f"Devices by serving cell ({n_cells} cell{'s' if n_cells > 1 else ''})")
+    return fig
+
+
+def sinr_cdf(runs: RunsLike) -> Figure:
+    """Empirical CDFs of the clients' nominal downlink and uplink SINR (dB)."""
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    drawn = False
+    for label, group in groups(runs):
+        for column, style in (("sinr_dl_db", "-"), ("sinr_ul_db", "--")):
+            if not all(column in r.clients for r in group):
+                continue
+            values = np.sort(np.concatenate([r.clients[column].to_numpy(float) for r in group]))
+            values = values[np.isfinite(values)]
+            if values.size == 0:
+                continue
+            name = "downlink" if column == "sinr_dl_db" else "uplink"
+            ax.step(
+                values,
+                np.arange(1, values.size + 1) / values.size,
+                style,
+                where="post",
+                label=f"{label}, {name}",
+            )
+            drawn = True
+    if not drawn:
+        return message("SINR (CDF)", "this run's radio reports no SINR (radio.model: fixed)")
+    ax.set(xlabel="nominal SINR (dB)", ylabel="fraction of clients")
+    return finish(fig, ax, "Client SINR (CDF): downlink solid, uplink dashed")
+
+
 def _score_matrix(data: Run | pd.DataFrame, score: str | None) -> tuple[pd.DataFrame, str]:
     frame = data.strategy if isinstance(data, Run) else data
     missing = {"round", "client", "score", "value"} - set(frame.columns)

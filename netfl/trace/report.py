@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
+from channel_models.nr import TddPattern
 from netfl._version import __version__
 from netfl.errors import MissingDataError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
@@ -110,11 +112,35 @@ def run_summary(run: Run) -> pd.DataFrame:
             "rate_dl_mean_bps", "device", "netfl_version"]  # fmt: skip
     rows = [(k, s[k]) for k in keys if k in s.index]
     rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
+    rows += radio_rows(run.scenario_dict.get("radio") or {})
     rows.append(("fairness_jain (selection counts)", run.fairness()))
     if compare.has_client_losses(run):
         rows.append(("loss_jain (clients' losses, last evaluation)", run.loss_fairness().iloc[-1]))
     shown = [(k, _show(v)) for k, v in rows]
     return pd.DataFrame(shown, columns=["quantity", "value"])
+
+
+def radio_rows(radio: dict[str, Any]) -> list[tuple[str, object]]:
+    """The radio model, and for NR its numerology, duplexing and TDD pattern with shares."""
+    rows: list[tuple[str, object]] = [("radio model", radio.get("model", "lte"))]
+    if radio.get("model") != "nr":
+        return rows
+    mu = int(radio.get("numerology", 1))
+    rows.append(("numerology", f"mu = {mu} ({15 * 2**mu} kHz SCS, {1 / 2**mu:g} ms slots)"))
+    rows.append(("duplex", radio.get("duplex", "tdd")))
+    if radio.get("duplex", "tdd") == "tdd":
+        pattern = TddPattern.parse(
+            radio.get("tdd_pattern", "DDDSU"), radio.get("tdd_special_slot", "10:2:2")
+        )
+        special = ":".join(str(n) for n in pattern.special)
+        rows.append(
+            (
+                "TDD pattern",
+                f"{pattern.slots} (S = {special} DL:guard:UL symbols; UL share"
+                f" {pattern.share('ul'):.3f}, DL share {pattern.share('dl'):.3f})",
+            )
+        )
+    return rows
 
 
 def _show(value: object) -> str:
@@ -159,6 +185,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("pull_counts", lambda: plots.pull_counts(run))
     page.figure("distinct_selected", lambda: learning_plots.distinct_selected(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
+    page.heading("Radio")
+    page.figure("layout", lambda: plots.layout(run))
+    page.figure("sinr_cdf", lambda: plots.sinr_cdf(run))
     if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
         names = sorted(set(run.strategy["score"].astype(str))) if "score" in run.strategy else []

@@ -1,0 +1,121 @@
+"""Multi-site hexagonal layouts: 1, 7 or 19 sites of 1 (omni) or 3 sectors, wrap-around.
+
+Sites sit on the hexagonal grid of :func:`netfl.radio.cell.hex_grid_sites` (neighbours at
+the inter-site distance ISD along 0, 60, ..., 300 degrees; the serving site first). A
+3-sector site points its sectors at azimuths 30, 150 and 270 degrees, between neighbouring
+sites, as in TR 36.814 Fig. A.2.1.1-2 and TR 38.901 Sec. 7.8 (the "clover-leaf" layout).
+Cells are numbered site by site: cell ``s * sectors + k`` is sector ``k`` of site ``s``.
+
+Wrap-around (19 sites only): the 19-site cluster tiles the plane; each device sees the
+nearest of the 7 images (the cluster and its 6 translates) of every site, so every cell has
+two full rings of interferers (TR 36.814 Annex A.2.1.1, the usual 3GPP wrap-around). In
+axial hex coordinates the translates of a 2-ring cluster are (5, -2) and its rotations by
+60 degrees, so the images lie 19 ** 0.5 ISD away.
+
+From a scenario: :func:`layout_from_config` (``cell.sites``, ``cell.sectors``,
+``cell.wrap_around``, ``cell.radius_m``) and :func:`antenna_from_config` (the sector
+antenna of ``cell.antenna_*``, or an omni antenna of ``radio.bs_antenna_gain_dbi`` for
+``sectors: 1``); the sites and sectors are nodes of the network topology
+(:func:`netfl.radio.cell.build_topology`). The propagation of every device to every cell is
+:func:`netfl.radio.propagation.link_gains`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from channel_models.antenna import OmniAntenna, SectorAntenna
+from netfl.config.cell import CellConfig
+from netfl.radio.cell import SITE_RINGS, SQRT3, drop_uniform_area, hex_grid_sites
+
+SITE_COUNTS = SITE_RINGS  # sites -> rings
+SECTOR_BORESIGHTS_DEG = {1: (0.0,), 3: (30.0, 150.0, 270.0)}
+_WRAP_AXIAL = ((0, 0), (5, -2), (2, 3), (-3, 5), (-5, 2), (-2, -3), (3, -5))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Site positions and the sectors' boresights; ``site_offsets_m`` gives device geometry."""
+
+    inter_site_distance_m: float
+    site_xy_m: np.ndarray  # (sites, 2)
+    sectors: int
+    wrap_around: bool
+
+    @property
+    def n_sites(self) -> int:
+        return len(self.site_xy_m)
+
+    @property
+    def n_cells(self) -> int:
+        return self.n_sites * self.sectors
+
+    @property
+    def cell_site(self) -> np.ndarray:
+        """Site index of each cell."""
+        return np.repeat(np.arange(self.n_sites), self.sectors)
+
+    @property
+    def cell_boresight_deg(self) -> np.ndarray:
+        """Boresight azimuth of each cell (degrees; 0 for omni cells)."""
+        return np.tile(np.array(SECTOR_BORESIGHTS_DEG[self.sectors]), self.n_sites)
+
+    @property
+    def site_radius_m(self) -> float:
+        """Circumradius of a site's hexagon: ISD / sqrt(3)."""
+        return self.inter_site_distance_m / SQRT3
+
+    def site_offsets_m(self, device_xy_m: np.ndarray) -> np.ndarray:
+        """``(devices, sites, 2)`` vectors from each site (its nearest image with
+        wrap-around) to each device."""
+        xy = np.asarray(device_xy_m, dtype=float)
+        offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
+        if not self.wrap_around:
+            return offsets
+        isd = self.inter_site_distance_m
+        shifts = np.array([(isd * (q + r / 2), isd * r * SQRT3 / 2) for q, r in _WRAP_AXIAL])
+        candidates = offsets[:, :, None, :] - shifts[None, None, :, :]
+        nearest = np.argmin(np.einsum("dsik,dsik->dsi", candidates, candidates), axis=2)
+        return np.take_along_axis(candidates, nearest[:, :, None, None], axis=2)[:, :, 0, :]
+
+    def drop_uniform(self, n: int, min_distance_m: float, rng: np.random.Generator) -> np.ndarray:
+        """``(n, 2)`` device positions uniform over the sites' hexagons (every site's area
+        alike), at least ``min_distance_m`` from the site whose hexagon holds them."""
+        site = rng.integers(0, self.n_sites, n)
+        x, y = drop_uniform_area(n, self.site_radius_m, min_distance_m, rng)
+        return self.site_xy_m[site] + np.column_stack([x, y])
+
+
+def hex_layout(
+    sites: int, sectors: int, inter_site_distance_m: float, wrap_around: bool = False
+) -> Layout:
+    """The layout of ``sites`` (1, 7 or 19) sites with ``sectors`` (1 or 3) cells each."""
+    if sites not in SITE_COUNTS:
+        raise ValueError(f"sites must be 1, 7 or 19, not {sites}")
+    if sectors not in SECTOR_BORESIGHTS_DEG:
+        raise ValueError(f"sectors must be 1 (omni) or 3, not {sectors}")
+    if wrap_around and sites != 19:
+        raise ValueError(f"wrap-around needs 19 sites, not {sites}")
+    radius_m = inter_site_distance_m / SQRT3
+    grid = hex_grid_sites(SITE_COUNTS[sites], radius_m)
+    site_xy = np.array([(x, y) for _, _, x, y in grid], dtype=float)
+    return Layout(inter_site_distance_m, site_xy, sectors, wrap_around)
+
+
+def layout_from_config(cell: CellConfig) -> Layout:
+    """The layout of a scenario's ``cell`` section (ISD = sqrt(3) ``cell.radius_m``)."""
+    return hex_layout(cell.sites, cell.sectors, SQRT3 * cell.radius_m, cell.wrap_around)
+
+
+def antenna_from_config(cell: CellConfig, omni_gain_dbi: float) -> SectorAntenna | OmniAntenna:
+    """The cells' antenna: the 3GPP sector antenna of ``cell.antenna_*`` for 3 sectors, an
+    omni antenna of ``omni_gain_dbi`` (``radio.bs_antenna_gain_dbi``) for 1."""
+    if cell.sectors == 1:
+        return OmniAntenna(omni_gain_dbi)
+    return SectorAntenna(
+        elements=cell.antenna_elements,
+        electrical_tilt_deg=cell.antenna_electrical_downtilt_deg,
+        mechanical_tilt_deg=cell.antenna_mechanical_downtilt_deg,
+    )

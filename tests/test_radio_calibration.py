@@ -1,0 +1,119 @@
+"""Multi-site layouts, devices x cells propagation, and the 3GPP large-scale calibration.
+
+The full calibration (10,000 devices per preset, every target) is benchmarks/calibration.py;
+here a small drop is checked within looser bounds than the targets (a few hundred devices
+put the 5th and 95th percentiles about 1 dB apart between seeds).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from channel_models import tr38901
+from channel_models.antenna import OmniAntenna, SectorAntenna
+from netfl.cli import main
+from netfl.radio.calibration import PRESETS, calibrate
+from netfl.radio.layout import hex_layout
+from netfl.radio.propagation import DeviceHeights, Environment, drop_heights, link_gains
+
+
+def test_layouts_have_the_asked_sites_and_sectors():
+    for sites in (1, 7, 19):
+        for sectors in (1, 3):
+            layout = hex_layout(sites, sectors, 200.0)
+            assert layout.n_cells == sites * sectors
+            distances = np.hypot(*layout.site_xy_m[1:].T)
+            if sites > 1:
+                assert distances.min() == pytest.approx(200.0)
+    assert hex_layout(19, 3, 200.0).cell_boresight_deg[:3].tolist() == [30.0, 150.0, 270.0]
+    for bad in ((5, 3, False), (19, 2, False), (7, 3, True)):
+        with pytest.raises(ValueError):
+            hex_layout(bad[0], bad[1], 200.0, wrap_around=bad[2])
+
+
+def test_wrap_around_makes_every_site_see_the_same_neighbourhood():
+    layout = hex_layout(19, 3, 200.0, wrap_around=True)
+    centre = np.sort(np.hypot(*layout.site_offsets_m(layout.site_xy_m[:1])[0].T))
+    for site in range(19):
+        seen = np.hypot(*layout.site_offsets_m(layout.site_xy_m[site : site + 1])[0].T)
+        np.testing.assert_allclose(np.sort(seen), centre, atol=1e-6)
+    # Without wrap-around an edge site sees some sites 4 ISDs away.
+    plain = hex_layout(19, 3, 200.0)
+    assert np.hypot(*plain.site_offsets_m(plain.site_xy_m[-1:])[0].T).max() > 3.9 * 200
+
+
+def test_drop_is_uniform_over_the_sites_and_respects_the_minimum_distance():
+    layout = hex_layout(19, 3, 200.0, wrap_around=True)
+    xy = layout.drop_uniform(20_000, 10.0, np.random.default_rng(0))
+    nearest = np.hypot(*layout.site_offsets_m(xy).transpose(2, 0, 1)).min(axis=1)
+    assert nearest.min() >= 10.0 - 1e-9
+    assert nearest.max() <= 200.0 / np.sqrt(3) + 1e-6
+    owner = np.argmin(np.hypot(*layout.site_offsets_m(xy).transpose(2, 0, 1)), axis=1)
+    counts = np.bincount(owner, minlength=19)
+    assert counts.min() > 0.85 * 20_000 / 19
+
+
+def test_a_device_on_a_sector_boresight_is_served_by_that_sector():
+    layout = hex_layout(1, 3, 200.0)
+    angles = np.radians([30.0, 150.0, 270.0])
+    xy = 50.0 * np.column_stack([np.cos(angles), np.sin(angles)])
+    env = Environment(tr38901.UMI_LOS, 3.5e9, 10.0, SectorAntenna(), "low")
+    heights = DeviceHeights(np.full(3, 1.5), np.zeros(3, bool), np.zeros(3))
+    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    assert gains.serving_cell.tolist() == [0, 1, 2]
+
+
+def test_geometry_of_two_equal_cells_is_zero_db_without_noise():
+    layout = hex_layout(7, 1, 200.0)
+    xy = np.array([[100.0, 0.0]])  # halfway between site 0 and its neighbour at (200, 0)
+    env = Environment(tr38901.UMI_NLOS, 3.5e9, 10.0, OmniAntenna(), "low")
+    heights = DeviceHeights(np.full(1, 1.5), np.zeros(1, bool), np.zeros(1))
+    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    # Shadowing is drawn per link: compute the geometry from the two equal-mean links by hand.
+    received = 10 ** (gains.coupling_gain_db[0] / 10)
+    expected = 10 * np.log10(received.max() / (received.sum() - received.max()))
+    assert gains.geometry_db(0.0, 20e6, None)[0] == pytest.approx(expected)
+    noisy = gains.geometry_db(0.0, 20e6, 9.0)[0]
+    assert noisy < expected  # noise only lowers the SINR
+
+
+def test_heights_follow_the_calibration_floors():
+    heights = drop_heights(50_000, 0.8, np.random.default_rng(3))
+    assert heights.indoor.mean() == pytest.approx(0.8, abs=0.01)
+    assert set(np.unique(heights.height_m[~heights.indoor])) == {1.5}
+    floors = (heights.height_m[heights.indoor] - 1.5) / 3 + 1
+    assert set(np.unique(floors)) == set(range(1, 9))
+    # P(floor 8) = P(N_fl = 8) / 8 = 1/40.
+    assert np.mean(floors == 8) == pytest.approx(1 / 40, abs=0.005)
+    assert heights.indoor_distance_m[heights.indoor].mean() == pytest.approx(25 / 3, abs=0.2)
+
+
+@pytest.mark.parametrize("name", ["tr36873_umi", "tr38901_umi"])
+def test_a_small_calibration_is_close_to_the_reference(name):
+    summary = calibrate(PRESETS[name], 1500, seed=7).summary()
+    for metric in summary["metrics"].values():
+        rows = metric["percentiles"]
+        assert abs(rows["p50"]["difference"]) <= 1.5, rows
+        assert abs(rows["p5"]["difference"]) <= 3.0, rows
+        assert abs(rows["p95"]["difference"]) <= 3.0, rows
+        assert metric["reference_source"].startswith("3GPP TR")
+
+
+def test_calibrate_cli_writes_json_and_png_and_refuses_bad_input(tmp_path, capsys):
+    out = tmp_path / "cal"
+    code = main(["calibrate", "tr36873_uma", "--ues", "1500", "--seed", "3", "--out", str(out)])
+    data = json.loads((out / "calibration.json").read_text())
+    assert code == (0 if data["within_targets"] else 1)
+    assert set(data["metrics"]) == {"coupling_loss_db", "geometry_db"}
+    assert data["metrics"]["geometry_db"]["percentiles"]["p50"]["reference"] == 4.9
+    assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    assert main(["calibrate", "tr36873_uma", "--ues", "100", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert main(["calibrate", "tr99999_umi", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown preset 'tr99999_umi'" in err[0]
+    assert not (tmp_path / "x").exists()
