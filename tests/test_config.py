@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from netfl.config import Scenario
-from netfl.errors import ScenarioError
+from netfl.errors import ScenarioError, ScenarioWarning
 from netfl.scenario import builtin_scenarios, dump_scenario, load_scenario, scenario_from_data
 
 
@@ -24,7 +24,8 @@ def test_builtin_quickstart_loads():
 
 
 def test_defaults_fill_every_key(write_scenario):
-    scenario = load_scenario(write_scenario({}))
+    with pytest.warns(ScenarioWarning, match="empty, so every key takes its default"):
+        scenario = load_scenario(write_scenario({}))
     assert scenario == Scenario()
     assert scenario.fl.rounds == 20
 
