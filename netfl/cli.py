@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=["strategies", "channel-models", "datasets", "models", "scenarios"],
         help="only this kind",
     )
+    lst.add_argument(
+        "--verbose", action="store_true", help="also each strategy's parameters and defaults"
+    )
 
     from netfl.commands import add_parsers  # report, compare, sweep
 
@@ -210,6 +213,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         width = max((len(name) for name in entries), default=0)
         for name, entry in entries.items():
             print(f"  {name:<{width}}  {entry.summary}")
+            if args.verbose and title == "strategies":
+                from netfl.selection.docs import parameters
+
+                for p in parameters(make().load(name)):
+                    print(f"  {'':<{width}}    {p.name} ({p.type}, default {p.default})")
     if args.what in (None, "scenarios"):
         print("scenarios:")
         found = builtin_scenarios()

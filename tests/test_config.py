@@ -260,6 +260,12 @@ def test_strategy_params_checked_against_signature(write_scenario, tiny):
     tiny["selection"] = {"name": "random", "params": {"alpha": 3}}
     error = _error(write_scenario, tiny)
     assert "not a parameter of this strategy; it takes: weighted" in str(error)
+    # Issue 18: "did you mean" for parameter names, letter case included.
+    tiny["selection"] = {"name": "rbcs_f", "params": {"v": 10}}
+    error = _error(write_scenario, tiny)
+    assert "did you mean 'V'?" in str(error)
+    tiny["selection"] = {"name": "gpfl", "params": {"momentun": 0.2}}
+    assert "did you mean 'momentum'?" in str(_error(write_scenario, tiny))
 
 
 def test_unknown_dataset(write_scenario, tiny):
