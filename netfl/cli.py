@@ -1,7 +1,8 @@
 """The ``netfl`` command line.
 
-Exit codes: 0 success, 1 the run failed (a bug or runtime error; the run directory says
-so), 2 bad input (one line naming the file and key), 130 interrupted by Ctrl-C.
+Exit codes (defined in :mod:`netfl.errors`): 0 success, 1 the run failed (a bug or runtime
+error; the run directory says so), 2 bad input (one line naming the file and key), 130
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,14 +16,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
-from netfl.errors import NetflError, ScenarioError, ScenarioWarning
+from netfl.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    NetflError,
+    ScenarioError,
+    ScenarioWarning,
+)
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
     from netfl.progress import RunProgress
     from netfl.simulation import RunResult
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         choices=["strategies", "channel-models", "datasets", "models", "scenarios"],
         help="only this kind",
+    )
+    lst.add_argument(
+        "--verbose", action="store_true", help="also each strategy's parameters and defaults"
     )
 
     from netfl.commands import add_parsers  # report, compare, sweep
@@ -203,6 +213,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         width = max((len(name) for name in entries), default=0)
         for name, entry in entries.items():
             print(f"  {name:<{width}}  {entry.summary}")
+            if args.verbose and title == "strategies":
+                from netfl.selection.docs import parameters
+
+                for p in parameters(make().load(name)):
+                    print(f"  {'':<{width}}    {p.name} ({p.type}, default {p.default})")
     if args.what in (None, "scenarios"):
         print("scenarios:")
         found = builtin_scenarios()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from netfl.config import Scenario, cross_checks
-from netfl.errors import Problem, ScenarioError
+from netfl.config import Scenario
+from netfl.errors import Problem, ScenarioError, ScenarioWarning
+from netfl.validation import scenario_problems
+from netfl.yaml_guard import check_limits, check_size
 
 BUILTIN_PACKAGE = "netfl.scenarios"
 DEFAULT_SCENARIO = "quickstart"
@@ -38,6 +41,7 @@ def resolve_source(spec: str | None) -> tuple[str, str]:
     path = Path(spec)
     if path.is_file():
         try:
+            check_size(path.stat().st_size, str(path))
             return str(path), path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError.single(None, f"cannot read the file: {exc}", str(path)) from exc
@@ -71,20 +75,28 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def parse_yaml(text: str, source: str) -> dict[str, Any]:
-    """Parse YAML safely; syntax errors (and a key written twice) report line and column."""
+    """Parse YAML safely; syntax errors (and a key written twice) report line and column.
+
+    Files too large, too deeply nested or expanding too many aliases are refused first
+    (:mod:`netfl.yaml_guard`)."""
+    check_limits(text, source)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
-        message = f"malformed YAML: {exc.problem or exc}"
+        message = f"malformed YAML: {_one_line(exc.problem or str(exc))}"
         if mark is not None:
             raise ScenarioError.single(
                 None, message, source, line=mark.line + 1, column=mark.column + 1
             ) from exc
         raise ScenarioError.single(None, message, source) from exc
     except yaml.YAMLError as exc:
-        raise ScenarioError.single(None, f"malformed YAML: {exc}", source) from exc
+        raise ScenarioError.single(None, f"malformed YAML: {_one_line(str(exc))}", source) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -265,6 +277,13 @@ def load_scenario(
     """
     source, text = resolve_source(str(spec) if spec is not None else None)
     data = parse_yaml(text, source)
+    if not data:
+        warnings.warn(
+            f"{source}: the scenario is empty, so every key takes its default"
+            " (`netfl validate --print` shows them)",
+            ScenarioWarning,
+            stacklevel=2,
+        )
     return scenario_from_data(
         data,
         source=source,
@@ -295,11 +314,7 @@ def scenario_from_data(
     except ValidationError as exc:
         problems, override = locate_problems(validation_problems(exc, data), positions, applied)
         raise ScenarioError(problems, override or source) from None
-    problems = cross_checks(scenario)
-    if check_registry:
-        from netfl.registry import registry_checks
-
-        problems += registry_checks(scenario)
+    problems = scenario_problems(scenario, check_registry=check_registry)
     if problems:
         problems, override = locate_problems(problems, positions, applied)
         raise ScenarioError(problems, override or source)

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from netfl.config import Scenario
-from netfl.errors import ScenarioError
+from netfl.errors import ScenarioError, ScenarioWarning
 from netfl.scenario import builtin_scenarios, dump_scenario, load_scenario, scenario_from_data
 
 
@@ -24,7 +24,8 @@ def test_builtin_quickstart_loads():
 
 
 def test_defaults_fill_every_key(write_scenario):
-    scenario = load_scenario(write_scenario({}))
+    with pytest.warns(ScenarioWarning, match="empty, so every key takes its default"):
+        scenario = load_scenario(write_scenario({}))
     assert scenario == Scenario()
     assert scenario.fl.rounds == 20
 
@@ -259,6 +260,12 @@ def test_strategy_params_checked_against_signature(write_scenario, tiny):
     tiny["selection"] = {"name": "random", "params": {"alpha": 3}}
     error = _error(write_scenario, tiny)
     assert "not a parameter of this strategy; it takes: weighted" in str(error)
+    # Issue 18: "did you mean" for parameter names, letter case included.
+    tiny["selection"] = {"name": "rbcs_f", "params": {"v": 10}}
+    error = _error(write_scenario, tiny)
+    assert "did you mean 'V'?" in str(error)
+    tiny["selection"] = {"name": "gpfl", "params": {"momentun": 0.2}}
+    assert "did you mean 'momentum'?" in str(_error(write_scenario, tiny))
 
 
 def test_unknown_dataset(write_scenario, tiny):

@@ -24,6 +24,28 @@ def test_feature_reference_is_current_and_complete():
     assert set(DESCRIPTIONS) == set(Feature)
 
 
+def test_strategy_reference_is_current_and_every_parameter_is_described():
+    from netfl.registry import strategies
+    from netfl.selection.docs import parameters, render
+
+    current = (ROOT / "docs" / "strategies.md").read_text()
+    assert current == render(), "regenerate: python -m netfl.selection.docs > docs/strategies.md"
+    registry = strategies()
+    for name in registry.entries():
+        for param in parameters(registry.load(name)):
+            assert param.meaning, f"{name}.{param.name} has no description in its docstring"
+
+
+def test_show_prints_a_strategy_and_refuses_unknown_ones(capsys):
+    from netfl.cli import main
+
+    assert main(["show", "pow_d"]) == 0
+    out = capsys.readouterr().out
+    assert "| `d` | int or null | `None` |" in out and "d = 2m" in out
+    assert main(["show", "pow-d"]) == 2
+    assert "did you mean 'pow_d'" in capsys.readouterr().err
+
+
 def test_every_scenario_key_is_documented():
     from netfl.config.scenario import Scenario
 

@@ -78,7 +78,9 @@ def test_check_catches_violations(cls, message):
 
 
 def test_context_arrays_are_read_only():
-    with pytest.raises(ValueError, match="read-only"):
+    # Writing to an input raises numpy's ValueError inside the strategy; check_strategy
+    # reports it as the rule it breaks.
+    with pytest.raises(StrategyCheckError, match="arrays are read-only"):
         check_strategy(_Mutates)
 
 
@@ -123,3 +125,48 @@ def test_plugin_without_init_takes_no_params(tiny):
     error = selection_error(tiny, "tests.test_selection:_Greedy", {"x": 1})
     assert error.problems[0].key == "selection.params.x"
     assert "it takes: no parameters" in str(error)
+
+
+class _WritesItsInput(Strategy):
+    def select(self, ctx):
+        ctx.update_time_s[0] = 1.0  # mutating a read-only input
+        return ctx.candidates[: ctx.budget].tolist()
+
+
+class _IndexesByClientId(Strategy):
+    def setup(self, info, rng):
+        super().setup(info, rng)
+        self.times = np.zeros(3)  # sized by budget, indexed by client id
+
+    def select(self, ctx):
+        return ctx.candidates[: ctx.budget].tolist()
+
+    def observe(self, feedback):
+        self.times[feedback.selected] += 1.0
+
+
+class _ReadsAMissingFeature(Strategy):
+    def select(self, ctx):
+        ctx.features["no_such_feature"]
+        return []
+
+
+@pytest.mark.parametrize(
+    ("cls", "rule"),
+    [
+        (
+            _WritesItsInput,
+            "select() raised ValueError: assignment destination is read-only -- it wrote to"
+            " an input array",
+        ),
+        (_IndexesByClientId, "observe() raised IndexError"),
+        (_ReadsAMissingFeature, "a feature or signal the server did not provide"),
+    ],
+)
+def test_check_names_the_rule_a_raising_plugin_broke(cls, rule):
+    # Issue 18: these plug-in bugs escaped check_strategy as bare ValueError/IndexError.
+    with pytest.raises(StrategyCheckError, match="round") as error:
+        check_strategy(cls)
+    assert rule in str(error.value)
+    if cls is _IndexesByClientId:
+        assert "client ids (0 .. n_clients - 1)" in str(error.value)

@@ -18,6 +18,7 @@ GPFL's initial projections) overrides ``choose_polled`` and sets ``poll_signal``
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from abc import ABC, abstractmethod
@@ -80,7 +81,9 @@ class SelectionContext:
     candidates
         Ids of the clients that answered the resource request and are available.
     budget
-        How many to select at most (S_round, m; ceil(m (1 + o)) with over-selection).
+        How many clients to select at most: |S_t|. Without over-selection it equals
+        ``target``; with ``fl.over_selection`` o it is ceil(m (1 + o)) and the server keeps
+        the first ``target`` updates that arrive.
     update_time_s, upload_time_s
         Per candidate: the model update time (from receiving the model to the update being
         ready: cold start, queue wait and compute) and upload time (the transfer alone) the
@@ -104,7 +107,9 @@ class SelectionContext:
         :class:`netfl.features.Feature` (every key and when it is reported:
         ``docs/features.md``, generated from ``netfl/features.py``).
     target
-        How many updates the server will aggregate (None: ``budget``).
+        m, the papers' clients per round: how many updates the server aggregates
+        (``fl.clients_per_round``; None: ``budget``). Strategies whose paper sizes
+        something against m (pow-d's d = 2m) use ``target``, not ``budget``.
     """
 
     round: int
@@ -317,8 +322,17 @@ def strategy_params_problems(
             message = err["msg"]
             if err["type"] == "extra_forbidden":
                 accepted = [p for p in _params_model(cls).model_fields]
-                message = "not a parameter of this strategy; it takes: " + (
-                    ", ".join(accepted) or "no parameters"
+                lower = {name.lower(): name for name in accepted}
+                close = [
+                    lower[m]
+                    for m in difflib.get_close_matches(key.lower(), list(lower), n=1, cutoff=0.6)
+                ]
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                message = (
+                    "not a parameter of this strategy"
+                    + hint
+                    + "; it takes: "
+                    + (", ".join(accepted) or "no parameters")
                 )
             problems.append(Problem(f"selection.params.{key}", message))
         return problems

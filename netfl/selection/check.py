@@ -13,7 +13,9 @@ candidates answer (most of them), the others get NaN.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +24,42 @@ from netfl.selection.base import PopulationInfo, RoundFeedback, SelectionContext
 
 class StrategyCheckError(AssertionError):
     """A strategy broke the selection contract."""
+
+
+#: The contract rule an exception from inside a strategy most likely broke.
+_RULES: list[tuple[type[BaseException], str, str]] = [
+    (
+        ValueError,
+        "read-only",
+        "it wrote to an input array; SelectionContext and RoundFeedback arrays are"
+        " read-only: copy one (np.array(x)) before modifying it",
+    ),
+    (
+        IndexError,
+        "",
+        "it indexed outside an array; ids in ctx.candidates and feedback.selected are"
+        " client ids (0 .. n_clients - 1), positions in the per-candidate arrays run"
+        " 0 .. len(ctx.candidates) - 1",
+    ),
+    (KeyError, "", "it read a feature or signal the server did not provide"),
+]
+
+
+def _call(what: str, round_: int | None, call: Callable[[], Any]) -> Any:
+    """Run one strategy method; an exception becomes a StrategyCheckError naming the rule."""
+    try:
+        return call()
+    except StrategyCheckError:
+        raise
+    except Exception as exc:
+        where = f"round {round_}: " if round_ is not None else ""
+        rule = next(
+            (text for kind, needle, text in _RULES if isinstance(exc, kind) and needle in str(exc)),
+            "the strategy raised instead of returning",
+        )
+        raise StrategyCheckError(
+            f"{where}{what} raised {type(exc).__name__}: {exc} -- {rule}"
+        ) from exc
 
 
 def _context(
@@ -56,7 +94,9 @@ def _context(
 def _poll(
     strategy: Strategy, ctx: SelectionContext, rng: np.random.Generator, dim: int = 16
 ) -> SelectionContext:
-    polled = [int(c) for c in strategy.choose_polled(ctx)]
+    polled = [
+        int(c) for c in _call("choose_polled()", ctx.round, lambda: strategy.choose_polled(ctx))
+    ]
     if not polled:
         return ctx
     if len(polled) != len(set(polled)):
@@ -151,7 +191,7 @@ def _checked_selection(strategy: Strategy, ctx: SelectionContext, n_candidates: 
         name: np.array(getattr(ctx, name))
         for name in ("candidates", "update_time_s", "upload_time_s", "n_samples")
     }
-    returned = list(strategy.select(ctx))
+    returned = list(_call("select()", round_, lambda: strategy.select(ctx)))
     if not all(isinstance(c, int | np.integer) for c in returned):
         raise StrategyCheckError(f"round {round_}: selected non-integer ids {returned}")
     chosen = [int(c) for c in returned]
@@ -186,7 +226,7 @@ def _run(
         model_size_bits=20e6,
     )
     strategy = factory()
-    strategy.setup(info, np.random.default_rng(seed + 1))
+    _call("setup()", None, lambda: strategy.setup(info, np.random.default_rng(seed + 1)))
     driver = SyntheticRounds(info, rng)
     selections: list[list[int]] = []
     for round_ in range(rounds):
@@ -196,13 +236,14 @@ def _run(
             strategy, driver.context(strategy, round_, n_candidates), n_candidates
         )
         _check_scores(strategy, round_, info.n_clients)
-        strategy.observe(driver.feedback(round_, np.asarray(chosen, dtype=np.int64), round_ == 3))
+        feedback = driver.feedback(round_, np.asarray(chosen, dtype=np.int64), round_ == 3)
+        _call("observe()", round_, functools.partial(strategy.observe, feedback))
         selections.append(chosen)
     return selections
 
 
 def _check_scores(strategy: Strategy, round_: int, n_clients: int) -> None:
-    scores = strategy.scores()
+    scores = _call("scores()", round_, strategy.scores)
     if not isinstance(scores, Mapping):
         raise StrategyCheckError(f"round {round_}: scores() returned {type(scores).__name__}")
     for name, values in scores.items():

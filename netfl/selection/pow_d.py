@@ -90,7 +90,8 @@ class PowD(_PowerOfChoice):
     Parameters
     ----------
     d
-        Size of the polled set (d >= m); null means 2 m.
+        Size of the polled set (d >= m); null means d = 2m, m the clients aggregated per round
+        (Cho et al. 2020, Fig. 1).
 
     Notes
     -----

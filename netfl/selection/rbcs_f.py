@@ -115,6 +115,16 @@ class RBCSF(Strategy):
     alpha_schedule
         ``"constant"`` (alpha) or ``"lemma1"``: alpha_t of Lemma 1 from ``noise_r`` (R),
         ``theta_bound`` (S >= ||theta*||), ``context_bound`` (L >= ||c||) and ``delta``.
+    noise_r
+        R of Lemma 1 (003): the sub-Gaussian scale of the exchange-time noise, seconds
+        (with ``alpha_schedule: lemma1``).
+    theta_bound
+        S of Lemma 1: a bound on ||theta*|| (with ``alpha_schedule: lemma1``).
+    context_bound
+        L of Lemma 1: a bound on the contexts' norm ||c|| (with ``alpha_schedule: lemma1``).
+    delta
+        delta of Lemma 1: the bound holds with probability 1 - delta (with
+        ``alpha_schedule: lemma1``).
     model_size_bits
         M in the context M/B; default the scenario's model size.
     """

@@ -1,0 +1,104 @@
+"""Hostile YAML: alias bombs, deep nesting, huge files and fuzzed scenarios (issue 16.1)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from netfl.yaml_guard import MAX_DEPTH, MAX_EXPANDED_VALUES, MAX_SCENARIO_BYTES
+from tests.fuzz_scenarios import check_outcome, scenario_bytes, validate_file
+
+#: Generous against CI load; ``benchmarks/bench_fuzz_validate.py`` measures the real times.
+PER_FILE_S = 5.0
+
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * 9) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _validate_text(tmp_path: Path, text: str | bytes) -> tuple[Path, int, str, float]:
+    path = tmp_path / "hostile.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    code, err, wall = validate_file(path)
+    return path, code, err, wall
+
+
+def test_billion_laughs_refused_with_position(tmp_path: Path) -> None:
+    path, code, err, wall = _validate_text(tmp_path, billion_laughs())
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: {path}:")
+    assert f"more than {MAX_EXPANDED_VALUES:,} values" in err
+    assert wall < PER_FILE_S
+
+
+def test_few_aliases_are_fine(tmp_path: Path) -> None:
+    text = "seed: &s 3\nname: x\nfl: {rounds: 2, clients_per_round: *s}\n"
+    assert _validate_text(tmp_path, text)[1] == 0
+
+
+@pytest.mark.parametrize("opener", ["[", "{a: "])
+def test_deep_nesting_refused(tmp_path: Path, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    path, code, err, wall = _validate_text(tmp_path, "x: " + opener * 5000 + closer * 5000)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"error: {path}:1:" in err and f"nested deeper than {MAX_DEPTH} levels" in err
+    assert wall < PER_FILE_S
+
+
+def test_deep_nesting_through_aliases_refused(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [[[[[[[[[[x]]]]]]]]]]"]
+    lines += [f"a{i}: &a{i} [[[[[[[[[[*a{i - 1}]]]]]]]]]]" for i in range(1, 8)]
+    _, code, err, _ = _validate_text(tmp_path, "\n".join(lines))
+    assert code == 2 and "nested deeper" in err
+
+
+def test_large_file_refused_before_reading(tmp_path: Path) -> None:
+    path, code, err, _ = _validate_text(tmp_path, "#" * (MAX_SCENARIO_BYTES + 1))
+    assert code == 2
+    assert err == (
+        f"error: {path}: the file is {MAX_SCENARIO_BYTES + 1:,} bytes; scenarios are"
+        f" limited to {MAX_SCENARIO_BYTES:,} bytes (a scenario is a few kilobytes)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "content", [b"a: \x00 b\n", b"\xff\xfe\x00", b"a:\n  - b\n c: [\n", b"'\n\n\xe2\x80\xa8"]
+)
+def test_broken_bytes_give_one_line(tmp_path: Path, content: bytes) -> None:
+    path, code, err, _ = _validate_text(tmp_path, content)
+    assert code == 2
+    check_outcome(path, code, err)
+    assert err.count("\n") == 1
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(content=scenario_bytes())
+def test_fuzzed_files_exit_0_or_2_with_one_line_errors(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.yaml"
+        path.write_bytes(content)
+        code, err, wall = validate_file(path)
+    check_outcome(path, code, err)
+    assert wall < PER_FILE_S
+
+
+@pytest.mark.parametrize("content", ["", "# only a comment\n", "{}\n"])
+def test_empty_scenario_says_it_runs_every_default(tmp_path: Path, content: str) -> None:
+    path, code, err, _ = _validate_text(tmp_path, content)
+    assert code == 0
+    assert err == (
+        f"warning: {path}: the scenario is empty, so every key takes its default"
+        " (`netfl validate --print` shows them)\n"
+    )
