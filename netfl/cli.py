@@ -1,7 +1,8 @@
 """The ``netfl`` command line.
 
-Exit codes: 0 success, 1 the run failed (a bug or runtime error; the run directory says
-so), 2 bad input (one line naming the file and key), 130 interrupted by Ctrl-C.
+Exit codes (defined in :mod:`netfl.errors`): 0 success, 1 the run failed (a bug or runtime
+error; the run directory says so), 2 bad input (one line naming the file and key), 130
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,14 +16,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
-from netfl.errors import NetflError, ScenarioError, ScenarioWarning
+from netfl.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    NetflError,
+    ScenarioError,
+    ScenarioWarning,
+)
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
     from netfl.progress import RunProgress
     from netfl.simulation import RunResult
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _add_scenario_options(parser: argparse.ArgumentParser) -> None:

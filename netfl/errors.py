@@ -1,8 +1,13 @@
-"""Errors that the command line reports as one line and exit code 2 (bad input)."""
+"""Errors that the command line reports as one line and exit code 2 (bad input), the
+command line's exit codes, and the warnings a scenario can raise."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+"""Exit codes: success; the run failed (a bug or runtime error; the run directory says so);
+bad input (one line naming the file and key); interrupted by Ctrl-C."""
 
 
 class NetflError(Exception):
@@ -61,6 +66,10 @@ class ScenarioError(NetflError):
 
 class ScenarioWarning(UserWarning):
     """A scenario that runs but probably not as intended (names the key)."""
+
+
+class RadioWarning(UserWarning):
+    """A scenario that runs but may not behave as intended (e.g. overloaded cell)."""
 
 
 class DatasetError(NetflError):

@@ -8,43 +8,18 @@ register through the ``netfl.selection`` entry-point group.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from netfl.config.base import suggest
 from netfl.errors import Problem
+from netfl.registry_entry import Entry, load_target
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
 
-
-@dataclass(frozen=True)
-class Entry:
-    """A registered item: where it lives and a one-line summary."""
-
-    target: str
-    summary: str
-
-
-def load_target(target: str) -> Any:
-    """Import ``package.module:attribute`` and return the attribute."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"{target!r} is not of the form package.module:Name")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
-    try:
-        obj = module
-        for part in attribute.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    return obj
+__all__ = ["Entry", "Registry", "load_target"]
 
 
 class Registry:

@@ -16,8 +16,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from netfl.config import Scenario, cross_checks
+from netfl.config import Scenario
 from netfl.errors import Problem, ScenarioError, ScenarioWarning
+from netfl.validation import scenario_problems
 from netfl.yaml_guard import check_limits, check_size
 
 BUILTIN_PACKAGE = "netfl.scenarios"
@@ -313,11 +314,7 @@ def scenario_from_data(
     except ValidationError as exc:
         problems, override = locate_problems(validation_problems(exc, data), positions, applied)
         raise ScenarioError(problems, override or source) from None
-    problems = cross_checks(scenario)
-    if check_registry:
-        from netfl.registry import registry_checks
-
-        problems += registry_checks(scenario)
+    problems = scenario_problems(scenario, check_registry=check_registry)
     if problems:
         problems, override = locate_problems(problems, positions, applied)
         raise ScenarioError(problems, override or source)

@@ -51,7 +51,9 @@ def _learner(scenario: Scenario, population: Population, streams: Streams) -> tu
         return NullLearner(population.requested_samples), scenario.fl.model_size_bits
     from netfl.learning.build import build_learner
 
-    learner = build_learner(scenario.learning, population, streams)
+    learner = build_learner(
+        scenario.learning, population.n_clients, population.requested_samples, streams
+    )
     bits = scenario.fl.model_size_bits or learner.model_size_bits
     return learner, bits
 

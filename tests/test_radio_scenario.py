@@ -17,9 +17,9 @@ import simpy
 
 from channel_models.itu_m2135 import UMI_NLOS
 from netfl.cli import main
-from netfl.errors import ScenarioError
+from netfl.errors import RadioWarning, ScenarioError
 from netfl.radio.build import CellRadio, build_radio
-from netfl.radio.checks import RadioWarning, offered_load
+from netfl.radio.checks import offered_load
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
 from netfl.trace.timeline import Timeline

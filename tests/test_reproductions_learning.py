@@ -22,7 +22,7 @@ import torch
 
 import netfl
 from netfl.cli import main
-from netfl.learning.contexts import device_contexts
+from netfl.fl.contexts import device_contexts
 from netfl.learning.datasets import Dataset, load_digits
 from netfl.rng import Streams
 from netfl.scenario import load_scenario

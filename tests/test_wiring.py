@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from netfl.cli import main
-from netfl.learning.contexts import N_HASHES
+from netfl.fl.contexts import N_HASHES
 from netfl.selection.context import BITS_PER_CONTEXT_VALUE
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netfl.cli import EXIT_OK
+from netfl.errors import EXIT_OK
 
 
 def _accuracy(text: str) -> float:

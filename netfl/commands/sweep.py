@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netfl.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from netfl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 def _fraction(text: str) -> float:

@@ -70,7 +70,10 @@ class Scenario(StrictModel):
 
 
 def cross_checks(scenario: Scenario) -> list[Problem]:
-    """Constraints between sections that a single field cannot express."""
+    """Constraints between sections that a single field cannot express.
+
+    Only what the schema itself knows: checks that need the radio, the registries or the
+    datasets run above it, in :func:`netfl.validation.scenario_problems`."""
     problems: list[Problem] = []
     n_clients = scenario.devices.n_clients
     if scenario.fl.clients_per_round > n_clients:
@@ -107,7 +110,4 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                     )
                 )
     problems += learning_problems(scenario)
-    from netfl.radio.checks import radio_problems
-
-    problems += radio_problems(scenario)
     return problems

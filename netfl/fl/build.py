@@ -70,7 +70,7 @@ def build_server(
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
     contexts = None
     if "data_context" in strategy.requires:
-        from netfl.learning.contexts import device_contexts
+        from netfl.fl.contexts import device_contexts
 
         contexts = device_contexts(learner, streams.get("devices.context_hash"))
     return Server(

@@ -3,7 +3,7 @@
 The tables below register datasets and models by name (imported only when used).
 """
 
-from netfl.registry import Entry
+from netfl.registry_entry import Entry
 
 DATASETS: dict[str, Entry] = {
     "digits": Entry(

@@ -9,7 +9,6 @@ import torch
 
 from netfl.config.learning import LearningConfig
 from netfl.errors import ScenarioError, ScenarioWarning
-from netfl.fl.population import Population
 from netfl.learning import EMBEDDED_DATASETS
 from netfl.learning.learner import TorchLearner, pick_device
 from netfl.learning.partition import PartitionError, partition
@@ -17,13 +16,18 @@ from netfl.registry import datasets, models
 from netfl.rng import Streams
 
 
-def build_learner(config: LearningConfig, population: Population, streams: Streams) -> TorchLearner:
-    """Load the dataset, partition it, build the model; raise ScenarioError/DatasetError."""
-    n_clients = population.n_clients
+def build_learner(
+    config: LearningConfig,
+    n_clients: int,
+    sizes: np.ndarray | None,
+    streams: Streams,
+) -> TorchLearner:
+    """Load the dataset, partition it among ``n_clients`` (``sizes``: the samples each
+    device asks for, ``devices.groups[].n_samples``, or None), build the model; raise
+    ScenarioError/DatasetError."""
     loader = datasets().load(config.dataset)
     dataset = loader(config, streams.get("learning.split"), n_clients)
     labels = dataset.y_train.numpy()
-    sizes = population.requested_samples
     if sizes is not None and config.partition.kind == "iid" and np.any(sizes > len(labels)):
         raise ScenarioError.single(
             "devices.groups.n_samples",

@@ -24,11 +24,10 @@ from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, d
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.errors import ScenarioError
+from netfl.errors import RadioWarning, ScenarioError
 from netfl.fl.population import place_groups
 from netfl.radio import cell
 from netfl.radio.air import air_interface
-from netfl.radio.checks import RadioWarning
 from netfl.radio.layout import layout_from_config
 from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork

@@ -1,6 +1,6 @@
 """Scenario checks for the radio that one config field cannot express.
 
-Called from :func:`netfl.config.scenario.cross_checks`. Each problem names the key to fix:
+Called from :func:`netfl.validation.scenario_problems`. Each problem names the key to fix:
 a path-loss model outside its validity (frequency, distances, the LOS breakpoint with a
 1 m UE), and background load at or above a direction's capacity (an error without a
 deadline or time budget, since uploads may then never finish; a :class:`RadioWarning`
@@ -18,17 +18,13 @@ from channel_models.protocol import ChannelModel
 from netfl.config import Scenario
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.errors import Problem
+from netfl.errors import Problem, RadioWarning
 
 _KEYS = {
     "frequency": "radio.carrier_frequency_hz",
     "ue_height": "cell.ue_height_m",
     "bs_height": "cell.bs_height_m",
 }
-
-
-class RadioWarning(UserWarning):
-    """A scenario that runs but may not behave as intended (e.g. overloaded cell)."""
 
 
 def radio_problems(scenario: Scenario) -> list[Problem]:

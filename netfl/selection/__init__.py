@@ -4,7 +4,7 @@ The table maps a strategy name to ``module:Class`` and a one-line summary; class
 imported only when used (see :mod:`netfl.registry`).
 """
 
-from netfl.registry import Entry
+from netfl.registry_entry import Entry
 
 STRATEGIES: dict[str, Entry] = {
     "random": Entry(
