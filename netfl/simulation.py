@@ -7,6 +7,7 @@ The run directory is written in a ``finally`` block: a run that fails or is inte
 
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import time
@@ -208,7 +209,8 @@ def _run(
     wall_start = time.perf_counter()
     try:
         # Run until the server is done: background traffic never runs out of events.
-        world.env.run(until=world.env.process(world.server.run()))
+        with _blas_threads(world.scenario):
+            world.env.run(until=world.env.process(world.server.run()))
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
@@ -229,6 +231,17 @@ def _run(
             summary.update(_checkpoint_summary(checkpoints))
             write_results(world, run_dir, summary)
     return RunResult(run_dir, summary)
+
+
+def _blas_threads(scenario: Scenario) -> contextlib.AbstractContextManager[Any]:
+    """numpy's BLAS threads for the run: ``learning.threads`` (1 for ``learning: none``),
+    so strategies' linear algebra (GPFL, NCCB, RBCS-F) does not spin on a shared CPU."""
+    threads = 1 if scenario.learning is None else scenario.learning.threads
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
 
 
 def _checkpoint_summary(checkpoints: Checkpointer | None) -> dict[str, int | None]:

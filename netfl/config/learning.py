@@ -208,6 +208,15 @@ class LearningConfig(StrictModel):
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="Torch device: auto picks cuda when available."
     )
+    threads: PositiveInt | None = Field(
+        default=1,
+        description=(
+            "CPU threads for training (torch intra-op) and for numpy's BLAS during the run"
+            " (strategies' linear algebra): 1 suits the small models netfl trains per client,"
+            " where OpenMP workers spin-waiting on a shared CPU cost 10x (docs/benchmarks.md,"
+            " 'CPU threads'); null keeps the libraries' defaults (all cores)."
+        ),
+    )
     backend: Literal["batched", "sequential"] = Field(
         default="batched",
         description=(

@@ -56,6 +56,8 @@ def build_learner(
     except RuntimeError as exc:
         raise ScenarioError.single("learning.device", str(exc)) from exc
     _warn_ignored(config, device)
+    if config.threads is not None and device.type == "cpu":
+        torch.set_num_threads(config.threads)
     return TorchLearner(config, dataset, parts, model, device, seed=torch_seed)
 
 
