@@ -133,3 +133,22 @@ def test_the_checks_find_a_planted_circle_and_an_upward_import(tmp_path: Path) -
     assert len(found) == 2  # cli <-> commands (a lazy import counts); config <-> config.base
     assert any("netfl.cli" in c and "netfl.commands" in c for c in found)
     assert upward_imports(graph) == ["netfl.config (line 4) imports netfl.cli"]
+
+
+#: Arrows issue 16 named as pointing the wrong way: a layer must not import these.
+FORBIDDEN = {
+    "netfl.radio": ("netfl.fl", "netfl.selection", "netfl.learning"),
+    "netfl.learning": ("netfl.fl", "netfl.selection"),
+}
+
+
+def test_radio_and_learning_do_not_import_the_protocol_or_the_strategies() -> None:
+    graph = import_graph(ROOT, ("netfl",))
+    wrong = [
+        f"{name} (line {line}) imports {target}"
+        for name, target, line in graph.edges(data="line")
+        for layer, above in FORBIDDEN.items()
+        if name.startswith(layer + ".")
+        and any(target == a or target.startswith(a + ".") for a in above)
+    ]
+    assert wrong == []

@@ -269,3 +269,73 @@ def test_uncapped_equal_sharing_is_busy_exactly_while_work_remains(pattern):
     busy += current_end - current_start
     capacity = 10 * RATE_PER_RB
     assert capacity * busy == pytest.approx(sum(b for _, b, _ in pattern), rel=1e-9)
+
+
+# -- the processor-sharing path against the general pass (issue 16 item 9) ---------------
+flow_sets = st.lists(
+    st.tuples(
+        st.floats(0.0, 3.0),  # arrival time
+        st.floats(1e3, 2e6),  # bits
+        st.sampled_from([10.0, 10.0, 10.0, 4.0]),  # RB cap: mostly uncapped, some binding
+        st.floats(1e4, 1e6),  # rate per RB
+        st.one_of(st.none(), st.floats(0.0, 4.0)),  # cancelled at (if before its end)
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _run_set(make, pattern, policy):
+    from tests import scheduler_oracle
+
+    env = simpy.Environment()
+    sched = make(env, 10, policy)
+    flows = []
+    flow_cls = Flow if make is FluidScheduler else scheduler_oracle.Flow
+
+    def send(t, bits, cap, rate, cancel):
+        yield env.timeout(t)
+        flow = flow_cls(bits, rate, cap)
+        flows.append(flow)
+        done = sched.open(flow)
+        if cancel is not None and cancel > t:
+            yield env.any_of([done, env.timeout(cancel - t)])
+            if not done.triggered:
+                sched.close(flow)
+
+    for args in pattern:
+        env.process(send(*args))
+    env.run()
+    return [(f.start_s, f.end_s) for f in flows], sched.bits_delivered, sched.rb_seconds
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=flow_sets, policy=st.sampled_from(["equal", "proportional_fair"]))
+def test_processor_sharing_gives_the_general_pass_event_times(pattern, policy):
+    from tests.scheduler_oracle import FluidScheduler as Oracle
+
+    got, bits, rb_s = _run_set(FluidScheduler, pattern, policy)
+    want, want_bits, want_rb_s = _run_set(Oracle, pattern, policy)
+    assert len(got) == len(want)
+    for (start, end), (w_start, w_end) in zip(got, want, strict=True):
+        assert start == pytest.approx(w_start, rel=1e-9, abs=1e-9, nan_ok=True)
+        assert end == pytest.approx(w_end, rel=1e-9, abs=1e-9, nan_ok=True)
+    assert bits == pytest.approx(want_bits, rel=1e-9)
+    assert rb_s == pytest.approx(want_rb_s, rel=1e-9)
+
+
+def test_uncapped_equal_sharing_takes_the_processor_sharing_path():
+    env = simpy.Environment()
+    sched = FluidScheduler(env, 10, "equal")
+    flows = [Flow(1e6, RATE_PER_RB, 10) for _ in range(3)]
+    for flow in flows:
+        sched.open(flow)
+    assert sched._ps  # O(log n) per event
+    sched.open(Flow(1e6, RATE_PER_RB, 4))  # a binding cap: the general pass
+    assert not sched._ps
+    env.run()
+    # M/G/1-PS by hand: 3 uncapped flows of 1 Mbit and one capped at 4 RBs, 10 RBs of 0.1
+    # Mbit/s each. Max-min: all four share 2.5 RBs (cap 4 not binding at 4 flows) ->
+    # everyone finishes at 4 x 1 Mbit / 1 Mbit/s = 4 s.
+    assert [f.end_s for f in flows] == pytest.approx([4.0, 4.0, 4.0])
+    assert sched._ps or not sched.active

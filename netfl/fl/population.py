@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from netfl.config.devices import DevicesConfig
-from netfl.config.dist import Distribution
 from netfl.errors import ScenarioError
 from netfl.rng import Streams
+from netfl.sampling import draw_checked
 
 
 @dataclass(frozen=True)
@@ -40,19 +40,6 @@ class Population:
         return [slice(s, e) for s, e in zip(starts, ends, strict=True)]
 
 
-def _draw(
-    dist: Distribution, rng: np.random.Generator, count: int, key: str, *, positive: bool
-) -> np.ndarray:
-    values = dist.sample(rng, count)
-    bad = values <= 0 if positive else values < 0
-    if np.any(bad) or not np.all(np.isfinite(values)):
-        need = "positive" if positive else "non-negative"
-        raise ScenarioError.single(
-            key, f"drew a value that is not {need}; use a distribution with {need} support"
-        )
-    return values
-
-
 def build_population(config: DevicesConfig, streams: Streams) -> Population:
     """Draw each group's per-device parameters from its distributions, group by group."""
     rng = {
@@ -65,7 +52,9 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
         groups.append(np.full(n, group.name, dtype=object))
         index.append(np.full(n, i, dtype=np.int64))
         compute.append(
-            _draw(group.compute_sps, rng["population"], n, f"{key}.compute_sps", positive=True)
+            draw_checked(
+                group.compute_sps, rng["population"], n, f"{key}.compute_sps", positive=True
+            )
         )
         if group.n_samples is not None:
             raw = group.n_samples.sample(rng["population"], n)
@@ -79,7 +68,7 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
         base.append(
             np.full(n, math.nan)
             if group.base_train_time_s is None
-            else _draw(
+            else draw_checked(
                 group.base_train_time_s,
                 rng["base_train_time"],
                 n,
@@ -88,7 +77,9 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
             )
         )
         cold.append(
-            _draw(group.cold_start_s, rng["cold_start"], n, f"{key}.cold_start_s", positive=False)
+            draw_checked(
+                group.cold_start_s, rng["cold_start"], n, f"{key}.cold_start_s", positive=False
+            )
         )
     return Population(
         group=np.concatenate(groups),
@@ -98,25 +89,3 @@ def build_population(config: DevicesConfig, streams: Streams) -> Population:
         base_train_time_s=np.concatenate(base),
         cold_start_s=np.concatenate(cold),
     )
-
-
-def place_groups(
-    config: DevicesConfig, x_m: np.ndarray, y_m: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Move the devices of groups with ``distance_m`` to such a distance, at a uniform angle.
-
-    Apply it to the cell's drop before anything uses the positions (the radio's path loss);
-    ``rng`` is the run's ``devices.placement`` stream.
-    """
-    x_m, y_m = np.array(x_m, dtype=float), np.array(y_m, dtype=float)
-    start = 0
-    for i, group in enumerate(config.groups):
-        s = slice(start, start + group.count)
-        start += group.count
-        if group.distance_m is None:
-            continue
-        key = f"devices.groups.{i}.distance_m"
-        distance = _draw(group.distance_m, rng, group.count, key, positive=True)
-        angle = rng.uniform(0, 2 * np.pi, group.count)
-        x_m[s], y_m[s] = distance * np.cos(angle), distance * np.sin(angle)
-    return x_m, y_m

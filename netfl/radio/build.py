@@ -25,7 +25,6 @@ from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import RadioWarning, ScenarioError
-from netfl.fl.population import place_groups
 from netfl.radio import cell
 from netfl.radio.air import air_interface
 from netfl.radio.layout import layout_from_config
@@ -33,6 +32,7 @@ from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bp
 from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
 from netfl.radio.multicell import build_multicell
 from netfl.radio.network import FixedRateNetwork, Network
+from netfl.radio.placement import place_groups
 from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
 from netfl.registry import channel_models

@@ -24,6 +24,7 @@ its RBs at once.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -93,12 +94,13 @@ class Flow:
     fl: bool = True
     diversity: Callable[[int], float] | None = None
     remaining_bits: float = field(init=False)
-    rbs: float = 0.0
-    rate_bps: float = 0.0
     start_s: float = math.nan
     end_s: float = math.nan
     done: simpy.Event | None = None
     id: int = -1
+    _rbs: float = field(default=0.0, repr=False)
+    _rate_bps: float = field(default=0.0, repr=False)
+    _owner: FluidScheduler | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.bits >= 0:
@@ -106,6 +108,31 @@ class Flow:
         if not self.rate_per_rb_bps >= 0 or not self.rb_cap > 0:
             raise ValueError("a flow needs rate_per_rb_bps >= 0 and rb_cap > 0")
         self.remaining_bits = float(self.bits)
+
+    def _shared(self) -> bool:
+        """Served by processor sharing now (its RBs are the scheduler's common share)."""
+        owner = self._owner
+        return owner is not None and owner._ps and owner._active.get(self.id) is self
+
+    @property
+    def rbs(self) -> float:
+        """RBs the flow holds now."""
+        return self._owner._share() if self._shared() else self._rbs  # type: ignore[union-attr]
+
+    @rbs.setter
+    def rbs(self, value: float) -> None:
+        self._rbs = value
+
+    @property
+    def rate_bps(self) -> float:
+        """The flow's rate now, bit/s."""
+        if self._shared():
+            return self._owner._share() * self.rate_per_rb_bps  # type: ignore[union-attr]
+        return self._rate_bps
+
+    @rate_bps.setter
+    def rate_bps(self, value: float) -> None:
+        self._rate_bps = value
 
 
 class FluidScheduler:
@@ -122,6 +149,17 @@ class FluidScheduler:
 
     ``on_change(flow, n_rb)``, when set, is called whenever a flow's RB count changes (0 when
     it leaves); the reserved constant load reports as a flow with ``client`` -1.
+
+    Two exact ways to run the same fluid model. **Processor sharing** (``equal`` or
+    ``proportional_fair`` when every active flow's cap covers the band, no flow has a
+    diversity gain and no RB log is kept): every flow holds the same share s = available /
+    n of the RBs, so a virtual clock V (RB-seconds per flow, dV/dt = s) and each flow's
+    finishing tag F = V(arrival) + bits / rate_per_rb, kept in a heap, give the next
+    completion without touching the other flows: O(log n) per arrival or departure. The
+    **general pass** (any policy, caps that bind, diversity, the RB log) brings every
+    flow's remaining bits up to date and re-runs the allocation: O(n) per event. The
+    scheduler switches between them as flows come and go (converting the tags to remaining
+    bits or back, once), with the same event times (tests/test_radio_scheduler.py).
     """
 
     def __init__(self, env: simpy.Environment, n_rb: float, policy: Policy = "equal") -> None:
@@ -137,7 +175,7 @@ class FluidScheduler:
         self._next_id = 0
         self.reserved_rb = 0.0
         self._reserved_flow = Flow(math.inf, 0.0, self.n_rb, fl=False)
-        self.active: list[Flow] = []
+        self._active: dict[int, Flow] = {}  # by flow id, in arrival order
         self._last_s = env.now
         self._timer_token = 0
         self._timer_at = math.inf
@@ -148,6 +186,20 @@ class FluidScheduler:
         self.rb_seconds = 0.0
         self.rb_seconds_fl = 0.0
         self.bits_delivered = 0.0
+        # Processor sharing: the virtual clock, the tags' heap, and the active flows'
+        # totals; flows the PS path cannot serve are counted in _irregular.
+        self._ps = False
+        self._virtual = 0.0
+        self._heap: list[tuple[float, int, Flow]] = []
+        self._tags: dict[int, float] = {}
+        self._sum_rate_per_rb = 0.0
+        self._n_fl = 0
+        self._irregular = 0
+
+    @property
+    def active(self) -> list[Flow]:
+        """The active flows, in arrival order."""
+        return list(self._active.values())
 
     # -- public -------------------------------------------------------------------------
 
@@ -159,27 +211,34 @@ class FluidScheduler:
         self.reserved_rb = min(self.n_rb, self.reserved_rb + fraction * self.n_rb)
         if self.on_change is not None:
             self.on_change(self._reserved_flow, self.reserved_rb)
+        self._irregular = sum(not self._regular(f) for f in self._active.values())
         self._update()
 
     def open(self, flow: Flow) -> simpy.Event:
         """Start ``flow`` now; returns its ``done`` event (value: the flow)."""
         flow.done = self.env.event()
         flow.id, self._next_id = self._next_id, self._next_id + 1
+        flow._owner = self
         if flow.bits == 0:
             flow.start_s = flow.end_s = self.env.now
             flow.done.succeed(flow)
             return flow.done
         self._advance()
-        self.active.append(flow)
+        self._active[flow.id] = flow
+        self._sum_rate_per_rb += flow.rate_per_rb_bps
+        self._n_fl += flow.fl
+        self._irregular += not self._regular(flow)
+        if self._ps:
+            self._push(flow, flow.remaining_bits)
         self._update()
         return flow.done
 
     def close(self, flow: Flow) -> None:
         """Cancel ``flow`` (no-op if it already finished); its RBs go to the others now."""
-        if flow not in self.active:
+        if flow.id not in self._active or self._active[flow.id] is not flow:
             return
         self._advance()
-        self.active.remove(flow)
+        self._remove(flow)
         self._release(flow)
         self._update()
 
@@ -193,6 +252,47 @@ class FluidScheduler:
 
     # -- internals ----------------------------------------------------------------------
 
+    def _regular(self, flow: Flow) -> bool:
+        """Whether processor sharing can serve ``flow``: its cap never binds and it has
+        no diversity gain."""
+        return flow.diversity is None and flow.rb_cap >= self.n_rb - self.reserved_rb
+
+    def _ps_eligible(self) -> bool:
+        return (
+            self.policy != "fifo"
+            and self.on_change is None
+            and self._irregular == 0
+            and self.n_rb - self.reserved_rb > 0
+        )
+
+    def _share(self) -> float:
+        """RBs per flow under processor sharing."""
+        n = len(self._active)
+        return (self.n_rb - self.reserved_rb) / n if n else 0.0
+
+    def _push(self, flow: Flow, remaining_bits: float) -> None:
+        rate = flow.rate_per_rb_bps
+        tag = self._virtual + remaining_bits / rate if rate > 0 else math.inf
+        self._tags[flow.id] = tag
+        heapq.heappush(self._heap, (tag, flow.id, flow))
+
+    def _remove(self, flow: Flow) -> None:
+        del self._active[flow.id]
+        self._sum_rate_per_rb -= flow.rate_per_rb_bps
+        self._n_fl -= flow.fl
+        self._irregular -= not self._regular(flow)
+        if self._ps:
+            flow.remaining_bits = self._remaining_ps(flow)
+            self._tags.pop(flow.id, None)  # its heap entry is dropped when it surfaces
+        if not self._active:
+            self._sum_rate_per_rb = 0.0  # no rounding residue when idle
+
+    def _remaining_ps(self, flow: Flow) -> float:
+        tag = self._tags.get(flow.id, math.inf)
+        if not math.isfinite(tag):
+            return flow.remaining_bits
+        return max((tag - self._virtual) * flow.rate_per_rb_bps, 0.0)
+
     def _advance(self) -> None:
         """Deliver bits at the current rates from the last update to now."""
         now = self.env.now
@@ -200,21 +300,75 @@ class FluidScheduler:
         if dt <= 0:
             return
         self._last_s = now
+        if self._ps:
+            share = self._share()
+            self._virtual += share * dt
+            self.rb_seconds += (self.reserved_rb + share * len(self._active)) * dt
+            self.rb_seconds_fl += share * self._n_fl * dt
+            self.bits_delivered += share * self._sum_rate_per_rb * dt
+            return
         self.rb_seconds += (self.reserved_rb + self._used_rb) * dt
         self.rb_seconds_fl += self._used_rb_fl * dt
         self.bits_delivered += self._rate_bps * dt
         # The timer never lets a flow overshoot by more than rounding; completion settles
         # the remainder exactly (see _on_timer).
-        for flow in self.active:
+        for flow in self._active.values():
             flow.remaining_bits -= flow.rate_bps * dt
 
     def _update(self) -> None:
-        self._schedule_next(self._reallocate())
+        eligible = self._ps_eligible()
+        if eligible != self._ps:
+            self._switch(eligible)
+        if self._ps:
+            self._schedule_next(self._next_ps_dt())
+        else:
+            self._schedule_next(self._reallocate())
+
+    def _switch(self, to_ps: bool) -> None:
+        """Convert between the two paths' state (once per switch, O(n log n))."""
+        if to_ps:
+            self._ps = True
+            self._virtual = 0.0
+            self._heap, self._tags = [], {}
+            now = self.env.now
+            for flow in self._active.values():
+                flow.rbs = flow.rate_bps = 0.0
+                if flow.start_s != flow.start_s and flow.rate_per_rb_bps > 0:
+                    flow.start_s = now
+                self._push(flow, flow.remaining_bits)
+            self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
+            return
+        for flow in self._active.values():
+            flow.remaining_bits = self._remaining_ps(flow)
+        self._ps = False
+        self._heap, self._tags = [], {}
+
+    def _next_ps_dt(self) -> float:
+        """Time to the earliest finishing tag (stale heap entries are dropped)."""
+        heap, tags = self._heap, self._tags
+        while heap and tags.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        if not heap or not math.isfinite(heap[0][0]):
+            return math.inf
+        share = self._share()
+        if share <= 0:
+            return math.inf
+        self._mark_started(self.env.now)
+        return (heap[0][0] - self._virtual) / share
+
+    def _mark_started(self, now: float) -> None:
+        """Flows that just arrived start now (every active PS flow is served at once)."""
+        # The newest flows are the last inserted; walk back while they have no start.
+        for flow in reversed(self._active.values()):
+            if flow.start_s == flow.start_s:
+                break
+            if flow.rate_per_rb_bps > 0:
+                flow.start_s = now
 
     def _reallocate(self) -> float:
         """Share the RBs among the active flows and set their rates; returns the time to
         the next completion at these rates (inf: none), found in the same pass."""
-        flows = self.active
+        flows = list(self._active.values())
         self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
         if not flows:
             return math.inf
@@ -289,9 +443,26 @@ class FluidScheduler:
         self._timer_at = math.inf
         self._advance()
         now, tolerance = self.env.now, self._tolerance_s()
+        finished = self._due_ps(tolerance) if self._ps else self._due(tolerance)
+        if finished is None:
+            return  # woke early: the next timer is set
+        for flow in finished:
+            self.bits_delivered += flow.remaining_bits
+            flow.remaining_bits = 0.0
+            flow.end_s = now
+            self._remove(flow)
+            flow.remaining_bits = 0.0
+            self._release(flow)
+        self._update()
+        for flow in finished:
+            assert flow.done is not None
+            flow.done.succeed(flow)
+
+    def _due(self, tolerance: float) -> list[Flow] | None:
+        """General path: the flows due now, or None after setting the next timer."""
         finished = []
         best_dt = math.inf
-        for flow in self.active:
+        for flow in self._active.values():
             rate = flow.rate_bps
             if flow.remaining_bits <= rate * tolerance:
                 finished.append(flow)
@@ -301,14 +472,25 @@ class FluidScheduler:
                     best_dt = dt
         if not finished:
             self._schedule_next(best_dt)  # woke early: arrivals pushed the completion back
-            return
-        for flow in finished:
-            self.bits_delivered += flow.remaining_bits
-            flow.remaining_bits = 0.0
-            flow.end_s = now
-            self.active.remove(flow)
-            self._release(flow)
-        self._update()
-        for flow in finished:
-            assert flow.done is not None
-            flow.done.succeed(flow)
+            return None
+        return finished
+
+    def _due_ps(self, tolerance: float) -> list[Flow] | None:
+        """Processor sharing: pop the tags due now (within the tolerance at the share)."""
+        limit = self._virtual + self._share() * tolerance
+        heap, tags = self._heap, self._tags
+        finished = []
+        while heap:
+            tag, flow_id, flow = heap[0]
+            if tags.get(flow_id) != tag:
+                heapq.heappop(heap)  # cancelled or re-tagged
+                continue
+            if tag > limit:
+                break
+            heapq.heappop(heap)
+            flow.remaining_bits = self._remaining_ps(flow)
+            finished.append(flow)
+        if not finished:
+            self._schedule_next(self._next_ps_dt())
+            return None
+        return finished

@@ -1,0 +1,317 @@
+"""The O(n)-per-event fluid scheduler netfl had before the processor-sharing path: the
+oracle of tests/test_radio_scheduler.py (same event times). Kept verbatim but for imports.
+
+Resource blocks shared by transfers: an event-driven fluid processor-sharing resource.
+
+A :class:`FluidScheduler` holds the RBs of one direction of the cell (or the capacity of a
+backhaul link). Each active :class:`Flow` gets a (possibly fractional) number of RBs from
+the policy and transfers ``rbs * rate_per_rb_bps`` bit/s. On every arrival, departure or
+cancellation the scheduler brings every flow's remaining bits up to date, recomputes the
+allocation and schedules one timer for the next completion (design.md, "Time model"): the
+cost grows with the number of flows, never with bytes or simulated milliseconds.
+
+Policies (``shared/reference/radio.md``, "LTE numerology and scheduling"):
+
+- ``fifo``: flows are served in arrival order, each up to its RB cap, until the RBs run out
+  (with the cap equal to the band, one flow at a time: FedCS's scheduled uploads).
+- ``equal``: round robin as a fluid: max-min fair RB shares under the caps (water-filling),
+  so each flow slows down as others join (the MAB-CS system model, 002 Sec. II).
+- ``proportional_fair``: the same RB shares (without fast fading PF maximises
+  ``sum log(n_i r_i)``, which equal shares ``n_i`` do), and each flow's rate multiplied by
+  its multi-user diversity gain when the flows see Rayleigh fading (a flow's ``diversity``).
+
+Interfaces: :meth:`FluidScheduler.open` starts a flow (its ``done`` event fires with the
+flow when the last bit is delivered) and :meth:`FluidScheduler.close` cancels it, releasing
+its RBs at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import get_args
+
+import simpy
+
+from netfl.config.radio import Policy
+
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+
+
+def allocate_fifo(caps: Sequence[float], n_rb: float) -> list[float]:
+    """RBs per flow, flows in arrival order: each takes up to its cap of what is left."""
+    out = []
+    left = n_rb
+    for cap in caps:
+        take = cap if cap < left else max(left, 0.0)
+        out.append(take)
+        left -= take
+    return out
+
+
+def allocate_equal(caps: Sequence[float], n_rb: float) -> list[float]:
+    """Max-min fair (water-filling) RB shares: ``min(cap_i, L)`` with ``sum = n_rb``.
+
+    If the caps add up to no more than ``n_rb`` every flow gets its cap. Pure Python: the
+    number of active flows is small and this runs on every arrival and departure.
+    """
+    caps = list(caps)
+    if sum(caps) <= n_rb:
+        return caps
+    equal_share = n_rb / len(caps)
+    if min(caps) >= equal_share:  # the usual case: nobody's cap binds
+        return [equal_share] * len(caps)
+    # Raise the level through the sorted caps: the k smallest flows are held at their
+    # caps and the others share what is left equally.
+    left, n = float(n_rb), len(caps)
+    level = left / n
+    for k, cap in enumerate(sorted(caps)):
+        level = left / (n - k)
+        if cap >= level:
+            break
+        left -= cap
+    return [cap if cap < level else level for cap in caps]
+
+
+ALLOCATORS: dict[str, Callable[[Sequence[float], float], list[float]]] = {
+    "fifo": allocate_fifo,
+    "equal": allocate_equal,
+    "proportional_fair": allocate_equal,
+}
+
+
+@dataclass(eq=False, slots=True)
+class Flow:
+    """One transfer on one scheduler.
+
+    ``rate_per_rb_bps`` is the flow's rate on one RB (its channel); ``diversity(m)`` is its
+    rate multiplier when ``m`` flows compete for each RB under proportional fair (None: 1).
+    """
+
+    bits: float
+    rate_per_rb_bps: float
+    rb_cap: float
+    client: int = -1
+    fl: bool = True
+    diversity: Callable[[int], float] | None = None
+    remaining_bits: float = field(init=False)
+    rbs: float = 0.0
+    rate_bps: float = 0.0
+    start_s: float = math.nan
+    end_s: float = math.nan
+    done: simpy.Event | None = None
+    id: int = -1
+
+    def __post_init__(self) -> None:
+        if not self.bits >= 0:
+            raise ValueError(f"a flow needs a non-negative size, got {self.bits} bits")
+        if not self.rate_per_rb_bps >= 0 or not self.rb_cap > 0:
+            raise ValueError("a flow needs rate_per_rb_bps >= 0 and rb_cap > 0")
+        self.remaining_bits = float(self.bits)
+
+
+class FluidScheduler:
+    """RBs of one direction shared by the active flows under ``policy``.
+
+    Parameters
+    ----------
+    env
+        The SimPy environment.
+    n_rb
+        Resource blocks (or capacity units) to share.
+    policy
+        ``fifo``, ``equal`` or ``proportional_fair``.
+
+    ``on_change(flow, n_rb)``, when set, is called whenever a flow's RB count changes (0 when
+    it leaves); the reserved constant load reports as a flow with ``client`` -1.
+    """
+
+    def __init__(self, env: simpy.Environment, n_rb: float, policy: Policy = "equal") -> None:
+        if not n_rb > 0:
+            raise ValueError(f"n_rb must be positive, got {n_rb}")
+        if policy not in ALLOCATORS:
+            raise ValueError(f"unknown policy {policy!r}; one of {', '.join(POLICIES)}")
+        self.env = env
+        self.n_rb = float(n_rb)
+        self.policy = policy
+        self._allocate = ALLOCATORS[policy]
+        self.on_change: Callable[[Flow, float], None] | None = None
+        self._next_id = 0
+        self.reserved_rb = 0.0
+        self._reserved_flow = Flow(math.inf, 0.0, self.n_rb, fl=False)
+        self.active: list[Flow] = []
+        self._last_s = env.now
+        self._timer_token = 0
+        self._timer_at = math.inf
+        # Totals over the active flows, kept by _reallocate for _advance.
+        self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
+        #: Integrals over time since creation: RB-seconds used (all flows and the reserved
+        #: load, FL flows alone) and bits delivered.
+        self.rb_seconds = 0.0
+        self.rb_seconds_fl = 0.0
+        self.bits_delivered = 0.0
+
+    # -- public -------------------------------------------------------------------------
+
+    def reserve(self, fraction: float) -> None:
+        """Take ``fraction`` of the RBs away from the flows for good (constant load)."""
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        self._advance()
+        self.reserved_rb = min(self.n_rb, self.reserved_rb + fraction * self.n_rb)
+        if self.on_change is not None:
+            self.on_change(self._reserved_flow, self.reserved_rb)
+        self._update()
+
+    def open(self, flow: Flow) -> simpy.Event:
+        """Start ``flow`` now; returns its ``done`` event (value: the flow)."""
+        flow.done = self.env.event()
+        flow.id, self._next_id = self._next_id, self._next_id + 1
+        if flow.bits == 0:
+            flow.start_s = flow.end_s = self.env.now
+            flow.done.succeed(flow)
+            return flow.done
+        self._advance()
+        self.active.append(flow)
+        self._update()
+        return flow.done
+
+    def close(self, flow: Flow) -> None:
+        """Cancel ``flow`` (no-op if it already finished); its RBs go to the others now."""
+        if flow not in self.active:
+            return
+        self._advance()
+        self.active.remove(flow)
+        self._release(flow)
+        self._update()
+
+    def utilisation(self, fl_only: bool = False) -> float:
+        """Time-average fraction of the RBs in use since time 0: by every flow and the
+        reserved load, or (``fl_only``) by FL flows alone."""
+        self._advance()
+        horizon = self.env.now
+        used = self.rb_seconds_fl if fl_only else self.rb_seconds
+        return used / (self.n_rb * horizon) if horizon > 0 else math.nan
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _advance(self) -> None:
+        """Deliver bits at the current rates from the last update to now."""
+        now = self.env.now
+        dt = now - self._last_s
+        if dt <= 0:
+            return
+        self._last_s = now
+        self.rb_seconds += (self.reserved_rb + self._used_rb) * dt
+        self.rb_seconds_fl += self._used_rb_fl * dt
+        self.bits_delivered += self._rate_bps * dt
+        # The timer never lets a flow overshoot by more than rounding; completion settles
+        # the remainder exactly (see _on_timer).
+        for flow in self.active:
+            flow.remaining_bits -= flow.rate_bps * dt
+
+    def _update(self) -> None:
+        self._schedule_next(self._reallocate())
+
+    def _reallocate(self) -> float:
+        """Share the RBs among the active flows and set their rates; returns the time to
+        the next completion at these rates (inf: none), found in the same pass."""
+        flows = self.active
+        self._used_rb = self._used_rb_fl = self._rate_bps = 0.0
+        if not flows:
+            return math.inf
+        available = self.n_rb - self.reserved_rb
+        if len(flows) == 1:
+            rbs = [min(flows[0].rb_cap, available)]
+        else:
+            rbs = self._allocate([f.rb_cap for f in flows], available)
+        competing = 1
+        if self.policy == "proportional_fair":
+            # Flows that compete for each RB: how many times over the caps cover the band.
+            demand = sum(f.rb_cap for f in flows)
+            competing = max(1, min(len(flows), round(demand / max(available, 1e-12))))
+        now = self.env.now
+        on_change = self.on_change
+        used = used_fl = total_rate = 0.0
+        best_dt = math.inf
+        for flow, n in zip(flows, rbs, strict=True):
+            if on_change is not None and n != flow.rbs:
+                on_change(flow, n)
+            rate = n * flow.rate_per_rb_bps
+            if flow.diversity is not None:
+                rate *= flow.diversity(competing)
+            flow.rbs = n
+            flow.rate_bps = rate
+            used += n
+            total_rate += rate
+            if flow.fl:
+                used_fl += n
+            if rate > 0:
+                if flow.start_s != flow.start_s:  # NaN: first bits flow now
+                    flow.start_s = now
+                dt = flow.remaining_bits / rate
+                if dt < best_dt:
+                    best_dt = dt
+        self._used_rb, self._used_rb_fl, self._rate_bps = used, used_fl, total_rate
+        return best_dt
+
+    def _release(self, flow: Flow) -> None:
+        if self.on_change is not None and flow.rbs > 0:
+            self.on_change(flow, 0.0)
+        flow.rbs = flow.rate_bps = 0.0
+
+    def _tolerance_s(self) -> float:
+        """Flows due within this time of now finish now (far above float rounding)."""
+        return 1e-9 + 1e-12 * abs(self.env.now)
+
+    def _schedule_next(self, best_dt: float) -> None:
+        """Make sure a timer fires at the next completion, ``best_dt`` from now.
+
+        A pending timer that fires no later than that is kept (it wakes, finds nothing due
+        and sets the next one), so a burst of arrivals, which only delays completions,
+        costs one timer instead of one each.
+        """
+        if not math.isfinite(best_dt):
+            self._timer_token += 1  # nothing to finish: forget any pending timer
+            self._timer_at = math.inf
+            return
+        best_dt = max(best_dt, 0.0)  # a flow due at this very instant
+        due = self.env.now + best_dt
+        if self._timer_at <= due:
+            return
+        self._timer_token += 1
+        self._timer_at = due
+        token = self._timer_token
+        timer = self.env.timeout(best_dt)
+        timer.callbacks.append(lambda _event: self._on_timer(token))
+
+    def _on_timer(self, token: int) -> None:
+        if token != self._timer_token:
+            return  # superseded by an earlier completion
+        self._timer_at = math.inf
+        self._advance()
+        now, tolerance = self.env.now, self._tolerance_s()
+        finished = []
+        best_dt = math.inf
+        for flow in self.active:
+            rate = flow.rate_bps
+            if flow.remaining_bits <= rate * tolerance:
+                finished.append(flow)
+            elif rate > 0:
+                dt = flow.remaining_bits / rate
+                if dt < best_dt:
+                    best_dt = dt
+        if not finished:
+            self._schedule_next(best_dt)  # woke early: arrivals pushed the completion back
+            return
+        for flow in finished:
+            self.bits_delivered += flow.remaining_bits
+            flow.remaining_bits = 0.0
+            flow.end_s = now
+            self.active.remove(flow)
+            self._release(flow)
+        self._update()
+        for flow in finished:
+            assert flow.done is not None
+            flow.done.succeed(flow)
