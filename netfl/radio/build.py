@@ -236,7 +236,8 @@ def _coverage(scenario: Scenario, channels: Channels) -> None:
     message = (
         f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
         " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
-        " cell.radius_m, raise the transmit power, or use another rate mapping"
+        " cell.radius_m, raise the transmit power, spread it over fewer RBs"
+        " (uplink.rb_per_flow), or use another rate mapping"
     )
     if scenario.fl.deadline_s is None and scenario.fl.time_budget_s is None:
         raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
