@@ -14,7 +14,6 @@ with its own random stream.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 
 def mab_cs_sigma(mean: np.ndarray, eta: float) -> np.ndarray:
@@ -40,5 +39,7 @@ def sample_mab_cs(mean: np.ndarray, eta: float | None, rng: np.random.Generator)
             " mean - sigma is not positive; use eta < 2 with means above 1 (bit/s, samples/s)"
         )
     # Standardised bounds are always [-1, 1].
+    from scipy import stats  # 1 s to import: only when fluctuations are drawn
+
     z = stats.truncnorm.rvs(-1.0, 1.0, size=mean.shape, random_state=rng)
     return mean + sigma * np.asarray(z, dtype=float)

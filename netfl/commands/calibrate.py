@@ -14,8 +14,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from netfl.errors import NetflError
 
 EXIT_OK, EXIT_OFF_TARGET = 0, 1
@@ -83,6 +81,7 @@ def _print(summary: dict[str, Any], out: Path) -> None:
 
 
 def _figure(result: Any) -> bytes:
+    import numpy as np  # imported here: `netfl --help` parses this module's options
     from matplotlib.figure import Figure
 
     preset = result.preset

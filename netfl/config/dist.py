@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
-from scipy import stats
 
 from netfl.config.base import NonNegativeFloat, PositiveFloat, StrictModel
 
@@ -97,6 +96,8 @@ class TruncNormal(_Dist):
     def _frozen(self) -> Any:
         a = (self.low - self.mean) / self.std
         b = (self.high - self.mean) / self.std
+        from scipy import stats  # 1 s to import: only when a truncated normal is drawn
+
         return stats.truncnorm(a, b, loc=self.mean, scale=self.std)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:

@@ -12,10 +12,11 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from netfl.radio.layout import Layout
 
 SQRT3 = float(np.sqrt(3.0))
@@ -108,6 +109,8 @@ def build_topology(
     and ``capacity_bps`` (inf: unlimited), from ``backhaul`` keys ``bs_edge_latency_s``,
     ``bs_edge_capacity_bps``, ``edge_cloud_latency_s``, ``edge_cloud_capacity_bps``.
     """
+    import networkx as nx  # 0.2 s to import: only when a multi-cell layout is built
+
     graph = nx.Graph(interfering_rings=rings)
     layout_rings = 0 if layout is None else SITE_RINGS[layout.n_sites]
     sites = hex_grid_sites(max(rings, layout_rings), radius_m)
@@ -175,5 +178,7 @@ def backhaul_path(
 ) -> list[tuple[Any, Any]]:
     """The backhaul links (graph edges) from a site's BS (the serving one by default) to
     ``aggregator`` (``edge`` or ``cloud``)."""
+    import networkx as nx
+
     nodes = nx.shortest_path(graph, source, aggregator, weight="latency_s")
     return list(itertools.pairwise(nodes))
