@@ -147,3 +147,37 @@ def test_fr2_numerology_needs_an_fr2_carrier():
         _data(**fr2, uplink={"bandwidth_hz": 400e6}, downlink={"bandwidth_hz": 400e6})
     )
     assert scenario.radio.uplink.rb_count == 264
+
+
+def _slot_level_mean_s(pattern: TddPattern, t_on_s: float, mu: int = 1) -> float:
+    """Reference: mean elapsed time of a transfer needing ``t_on_s`` of uplink air time,
+    started uniformly over the period, stepped symbol by symbol (no fluid model)."""
+    mask = pattern._mask("ul").astype(float)
+    symbol_s = 1e-3 / 2**mu / 14
+    reps = int(np.ceil(t_on_s / (mask.sum() * symbol_s))) + 3
+    cum = np.concatenate([[0.0], np.cumsum(np.tile(mask, reps) * symbol_s)])
+    t = np.arange(len(cum)) * symbol_s
+    starts = np.linspace(0.0, len(mask) * symbol_s, 2000, endpoint=False)
+    target = np.interp(starts, t, cum) + t_on_s - 1e-15
+    i = np.searchsorted(cum, target, side="left")
+    return float(np.mean(t[i - 1] + (target - cum[i - 1]) - starts))
+
+
+@pytest.mark.parametrize("periods", [0.01, 0.3, 1.0, 2.0, 10.0, 40.0, 200.0])
+def test_tdd_access_delay_against_a_slot_level_reference(periods):
+    pattern = TddPattern.parse("DDDSU")
+    share, wait = pattern.share("ul"), pattern.expected_wait_s("ul", 1)
+    air = AirInterface(
+        time_share={"uplink": share, "downlink": 1 - share},
+        expected_wait_s={"uplink": wait, "downlink": 0.0},
+    )
+    t_on = periods * 16 * 0.5e-3 / 14  # `periods` times one period's uplink air time
+    fluid = t_on / share
+    model = air.access_delay_s("uplink", fluid) + fluid
+    exact = _slot_level_mean_s(pattern, t_on)
+    # Never off by more than the mean wait; within 1% from 40 periods (100 ms) on.
+    assert abs(model - exact) <= wait + 1e-9
+    if periods >= 40:
+        assert model == pytest.approx(exact, rel=0.01)
+    if periods <= 0.01:
+        assert model == pytest.approx(exact, rel=0.01)  # short: wait + air time
