@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "--print",
         dest="print_resolved",
         action="store_true",
-        help="print the resolved scenario (every default filled in)",
+        help="print the resolved scenario (every default filled in) and its estimated memory",
     )
 
     lst = sub.add_parser("list", help="list strategies, channel models, datasets, models")
@@ -184,6 +184,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.print_resolved:
+        from netfl.resources import estimate_memory
+
+        print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
         print(dump_scenario(scenario), end="")
     else:
         print(
