@@ -41,6 +41,14 @@ def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a scenario key, e.g. --set fl.rounds=10 (repeatable; YAML values)",
     )
+    parser.add_argument(
+        "--no-plugins",
+        dest="no_plugins",
+        action="store_true",
+        help="accept only registered names for strategies, channel models, datasets and"
+        " models: a scenario naming package.module:Class (which imports and runs that"
+        " module's code) is refused; use it for scenarios you do not trust",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -252,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
         handler = commands.get(args.command) or args.handler
+        if getattr(args, "no_plugins", False):
+            from netfl.registry_entry import no_plugins
+
+            with no_plugins():
+                return int(handler(args))
         return int(handler(args))
     except NetflError as exc:
         if args.debug:
