@@ -41,6 +41,14 @@ def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a scenario key, e.g. --set fl.rounds=10 (repeatable; YAML values)",
     )
+    parser.add_argument(
+        "--no-plugins",
+        dest="no_plugins",
+        action="store_true",
+        help="accept only registered names for strategies, channel models, datasets and"
+        " models: a scenario naming package.module:Class (which imports and runs that"
+        " module's code) is refused; use it for scenarios you do not trust",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         "--print",
         dest="print_resolved",
         action="store_true",
-        help="print the resolved scenario (every default filled in)",
+        help="print the resolved scenario (every default filled in) and its estimated memory",
     )
 
     lst = sub.add_parser("list", help="list strategies, channel models, datasets, models")
@@ -184,6 +192,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.print_resolved:
+        from netfl.resources import estimate_memory
+
+        print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
         print(dump_scenario(scenario), end="")
     else:
         print(
@@ -249,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
         handler = commands.get(args.command) or args.handler
+        if getattr(args, "no_plugins", False):
+            from netfl.registry_entry import no_plugins
+
+            with no_plugins():
+                return int(handler(args))
         return int(handler(args))
     except NetflError as exc:
         if args.debug:

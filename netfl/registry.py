@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from netfl.config.base import suggest
 from netfl.errors import Problem
-from netfl.registry_entry import Entry, load_target
+from netfl.registry_entry import Entry, load_target, plugins_allowed
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
 
-__all__ = ["Entry", "Registry", "load_target"]
+__all__ = ["Entry", "Registry", "load_target", "plugins_allowed"]
 
 
 class Registry:
@@ -37,15 +37,21 @@ class Registry:
 
     def entries(self) -> dict[str, Entry]:
         found = dict(self._table)
-        if self._group:
+        if self._group and plugins_allowed():
             for ep in entry_points(group=self._group):
                 found.setdefault(ep.name, Entry(ep.value, f"(plug-in from {ep.value})"))
         return dict(sorted(found.items()))
 
     def __contains__(self, name: str) -> bool:
-        return ":" in name or name in self.entries()
+        return (":" in name and plugins_allowed()) or name in self.entries()
 
     def unknown_message(self, name: str) -> str:
+        if ":" in name and not plugins_allowed():
+            return (
+                f"'{name}' names a plug-in (code imported from an installed module), and"
+                f" --no-plugins allows only the registered {self.kind} names"
+                f" (`netfl list`)"
+            )
         names = list(self.entries())
         hint = suggest(name, names)
         if "did you mean" not in hint:
@@ -54,7 +60,7 @@ class Registry:
 
     def load(self, name: str) -> Any:
         """Return the registered object (class or function) for ``name``."""
-        if ":" in name:
+        if ":" in name and plugins_allowed():
             return load_target(name)
         entries = self.entries()
         if name not in entries:

@@ -8,8 +8,30 @@ imports those tables, sits above them, so no import circle forms.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+_PLUGINS = ContextVar("netfl_plugins_allowed", default=True)
+
+
+def plugins_allowed() -> bool:
+    """Whether a scenario may name ``package.module:Name`` plug-ins and entry-point ones."""
+    return _PLUGINS.get()
+
+
+@contextmanager
+def no_plugins() -> Iterator[None]:
+    """Within the block, only the registered names are accepted: a scenario naming
+    ``package.module:Name`` (or an entry-point plug-in) is refused before anything is
+    imported (``netfl validate/simulate --no-plugins``, for scenarios one does not trust)."""
+    token = _PLUGINS.set(False)
+    try:
+        yield
+    finally:
+        _PLUGINS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -21,7 +43,10 @@ class Entry:
 
 
 def load_target(target: str) -> Any:
-    """Import ``package.module:attribute`` and return the attribute."""
+    """Import ``package.module:attribute`` and return the attribute.
+
+    Importing runs the module's code: a scenario that names a plug-in is trusted like a
+    Python script (see :func:`no_plugins`)."""
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"{target!r} is not of the form package.module:Name")

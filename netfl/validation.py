@@ -2,13 +2,17 @@
 
 :mod:`netfl.config` is the schema and imports nothing above it; the checks here need the
 layers above it (the radio's path-loss validity and load, the registries of strategies,
-datasets and models), so they run where scenarios are loaded (:mod:`netfl.scenario`).
+datasets and models, the memory the run needs: :mod:`netfl.resources`), so they run where
+scenarios are loaded (:mod:`netfl.scenario`).
 """
 
 from __future__ import annotations
 
+import warnings
+
 from netfl.config import Scenario, cross_checks
-from netfl.errors import Problem
+from netfl.errors import Problem, ScenarioWarning
+from netfl.resources import memory_problems
 
 
 def scenario_problems(scenario: Scenario, *, check_registry: bool = True) -> list[Problem]:
@@ -19,7 +23,10 @@ def scenario_problems(scenario: Scenario, *, check_registry: bool = True) -> lis
     """
     from netfl.radio.checks import radio_problems
 
-    problems = cross_checks(scenario)
+    problems, notes = memory_problems(scenario)
+    for note in notes:
+        warnings.warn(note, ScenarioWarning, stacklevel=3)
+    problems += cross_checks(scenario)
     problems += radio_problems(scenario)
     if check_registry:
         from netfl.registry import registry_checks

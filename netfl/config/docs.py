@@ -218,6 +218,16 @@ def render() -> str:
         " `MBps`). YAML 1.1 reads `1e6` as a string; it is accepted as a number. Numbers"
         " are finite (`.inf` and `.nan` are refused) except a truncated normal's bounds.",
         "",
+        "**Plug-ins run code.** Where a key takes a registered name (`selection.name`,"
+        " `radio.channel_model`, `learning.dataset`, `learning.model`), it also takes"
+        " `package.module:Name`, and strategies installed by other packages register"
+        " through the `netfl.selection` entry-point group. Naming a plug-in *imports that"
+        " module*, which runs its code with your permissions, when the scenario is"
+        " validated or run: treat a scenario that names one like a Python script. For a"
+        " scenario from a source you do not trust, pass `--no-plugins` to `netfl validate`"
+        " and `netfl simulate`: only netfl's own registered names are then accepted, and a"
+        " `package.module:Name` is refused before anything is imported.",
+        "",
     ]
     lines += ["## top level", "", "| key | type | default | description |", "|---|---|---|---|"]
     for name, field in Scenario.model_fields.items():
