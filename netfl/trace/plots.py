@@ -14,7 +14,7 @@ Strategy records (:func:`backlogs`, :func:`score_convergence`) are read from a r
 ``strategy.parquet`` or from any DataFrame in its long format (``netfl/trace/strategy.py``):
 one row per (round, score, client) with the columns ``round``, ``client``, ``score`` (the
 name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
-``Z_{t,n}`` (score ``backlog``, eq. (6) of 003_ad2362771f4d0a3d.txt) or UCB indices
+``Z_{t,n}`` (score ``backlog``, eq. (6) of Huang et al. 2021) or UCB indices
 (``ucb``).
 """
 
@@ -320,14 +320,14 @@ def _per_client_lines(data: Run | pd.DataFrame, score: str | None, title: str) -
 
 
 def backlogs(data: Run | pd.DataFrame, score: str = "backlog") -> Figure:
-    """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), 003_ad2362771f4d0a3d.txt)."""
+    """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), Huang et al. 2021)."""
     return _per_client_lines(data, score, "Virtual-queue backlogs")
 
 
 def backlog_means(runs: RunsLike, score: str = "backlog", band: str | None = "ci") -> Figure:
     """Mean backlog over the clients per round, one curve (mean over seeds) per configuration.
 
-    Compares RBCS-F's queues across settings (003_ad2362771f4d0a3d.txt Fig. 2: larger V
+    Compares RBCS-F's queues across settings (Huang et al. 2021 Fig. 2: larger V
     converges more slowly to a higher backlog); runs whose strategy records no ``score``
     (random, FedCS) are left out.
     """
