@@ -5,7 +5,7 @@ frequencies in Hz (the formulas take fc in GHz), heights in metres. Every functi
 vectorised over numpy arrays and uses numpy only.
 
 The formulas (Report ITU-R M.2135-1, Table A1-2, as implemented by IMTAphy
-``M2135Pathloss.cpp`` and summarised in ``shared/reference/radio.md``):
+``M2135Pathloss.cpp`` and summarised in ``docs/radio.md``):
 
 - UMi LOS: ``22.0 log10(d) + 28.0 + 20 log10(fc)`` for 10 m < d < d'_BP, then
   ``40 log10(d) + 7.8 - 18 log10(h'_BS) - 18 log10(h'_UT) + 2 log10(fc)`` up to 5000 m;
@@ -22,7 +22,7 @@ The formulas (Report ITU-R M.2135-1, Table A1-2, as implemented by IMTAphy
 
 All models are valid for 2 GHz <= fc <= 6 GHz.
 
-``h'_UT = 0`` (a 1 m UE, as in 002_27b575cdfe8e08e6.txt Sec. IV-A) puts the breakpoint at
+``h'_UT = 0`` (a 1 m UE, as in Yoshida et al. 2020 Sec. IV-A) puts the breakpoint at
 0 m and makes the post-breakpoint LOS formula ``log10(0)``: the LOS models refuse it
 (:meth:`M2135Model.problems` names the height), the NLOS hexagonal UMi model ignores heights.
 """

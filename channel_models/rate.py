@@ -2,7 +2,7 @@
 
 - :class:`Shannon`: ``R = B log2(1 + SINR)``.
 - :class:`ShannonWithLoss`: Shannon capacity with an implementation loss and a cap, as in
-  Akdeniz et al. (JSAC 2014) and used by FedCS and MAB-CS (002_27b575cdfe8e08e6.txt
+  Akdeniz et al. (JSAC 2014) and used by FedCS and MAB-CS (Yoshida et al. 2020
   Sec. IV-A): ``R = B min(log2(1 + 10^(-Δ/10) SINR), ρ_max)``, Δ = 1.6 dB,
   ρ_max = 4.8 bit/s/Hz.
 - :class:`LteCqi`: LTE adaptive modulation and coding: the SINR picks the highest CQI of

@@ -1,4 +1,4 @@
-"""Per-round resource fluctuation of MAB-CS (002_27b575cdfe8e08e6.txt, eqs. (8)-(11)).
+"""Per-round resource fluctuation of MAB-CS (Yoshida et al. 2020, eqs. (8)-(11)).
 
 Each round a client's throughput and compute capability are drawn around their means
 theta_k from a normal truncated to one standard deviation: mu = theta_k,

@@ -113,7 +113,7 @@ class RunProgress:
             if self.total_rounds:
                 eta = f"  eta {wall / done * (self.total_rounds - done):.1f} s"
             print(
-                f"round {done}{total}  sim {record.t_end_s:,.1f} s  acc"
+                f"round {record.round} ({done}{total} done)  sim {record.t_end_s:,.1f} s  acc"
                 f" {_accuracy(self._accuracy).strip()}  wall {wall:.1f} s{eta}",
                 file=self.stream,
                 flush=True,

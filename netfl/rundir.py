@@ -71,11 +71,20 @@ def prepare_output_dir(
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic(path: Path, write: Any) -> None:
+    """Write through a temporary file and rename it into place; the file gets the mode a
+    plain ``open`` would give it (0666 less the umask), not ``mkstemp``'s 0600."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

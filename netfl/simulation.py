@@ -151,6 +151,7 @@ def simulate(
         the last completed round, which :func:`resume` continues from).
     """
     started = datetime.now(UTC)
+    clock_s = time.perf_counter()  # one clock for the summary, from the call on
     # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
     # that cannot be checkpointed) fails here, before anything is written.
     world = build_world(scenario, on_round=on_round)
@@ -168,7 +169,7 @@ def simulate(
     checkpoints = None
     if scenario.fl.checkpoint_every is not None:
         checkpoints = Checkpointer(world, run_dir, scenario_digest(resolved))
-    return _run(world, run_dir, started, on_start, checkpoints)
+    return _run(world, run_dir, started, on_start, checkpoints, clock_s)
 
 
 def resume(
@@ -188,11 +189,12 @@ def resume(
     checkpoint.
     """
     started = datetime.now(UTC)
+    clock_s = time.perf_counter()
     opened = run if isinstance(run, OpenRun) else open_run(run, overrides)
     world = build_world(opened.scenario, on_round=on_round)
     checkpoint = opened.checkpoint
     checkpoints = Checkpointer(world, opened.run_dir, checkpoint.scenario_sha256, resume=checkpoint)
-    return _run(world, opened.run_dir, started, on_start, checkpoints)
+    return _run(world, opened.run_dir, started, on_start, checkpoints, clock_s)
 
 
 def _run(
@@ -201,8 +203,13 @@ def _run(
     started: datetime,
     on_start: Callable[[World], None] | None,
     checkpoints: Checkpointer | None,
+    clock_s: float,
 ) -> RunResult:
-    """Run the world; write the run directory however it ends (except mid-replay)."""
+    """Run the world; write the run directory however it ends (except mid-replay).
+
+    ``summary.json``'s ``wall_time_s`` runs from the call of :func:`simulate` (or
+    :func:`resume`) to the end of the simulation, building included, on the clock the
+    progress line uses; ``wall_run_s`` is the event loop alone."""
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
@@ -227,7 +234,9 @@ def _run(
     finally:
         # A resumed run that stops before its replay is done leaves the directory alone.
         if checkpoints is None or not checkpoints.replaying:
-            summary = _summary(world, status, time.perf_counter() - wall_start, started, error)
+            end_s = time.perf_counter()
+            summary = _summary(world, status, end_s - clock_s, started, error)
+            summary["wall_run_s"] = end_s - wall_start
             summary.update(_checkpoint_summary(checkpoints))
             write_results(world, run_dir, summary)
     return RunResult(run_dir, summary)

@@ -112,7 +112,7 @@ def fedcs_round_time(
     download_s: float, update_s: Sequence[float], upload_s: Sequence[float]
 ) -> float:
     """T_d + Theta_|S| with Theta_j = Theta_{j-1} + t_UL + max(0, t_UD - Theta_{j-1})
-    (002_27b575cdfe8e08e6.txt eqs. (1)-(2); Theta counted from the end of distribution)."""
+    (Yoshida et al. 2020 eqs. (1)-(2); Theta counted from the end of distribution)."""
     theta = 0.0
     for t_ud, t_ul in zip(update_s, upload_s, strict=True):
         theta = theta + t_ul + max(0.0, t_ud - theta)

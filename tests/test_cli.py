@@ -156,7 +156,7 @@ def test_console_script_runs_the_default_scenario(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     # Not a terminal: progress is plain log lines, one per round.
-    assert "round 2/2" in proc.stderr
+    assert "round 1 (2/2 done)" in proc.stderr
     assert Path(proc.stdout.strip()) == out
     assert json.loads((out / "summary.json").read_text())["name"] == "quickstart"
 

@@ -126,3 +126,23 @@ def test_a_variant_tag_is_required_exactly_where_the_loader_needs_it():
         scenario_from_data({"radio": {"rate_mapping": {}}})
     # The section's own default names the variant in force.
     assert _rows(text, "`radio` (model: `lte`)")["rate_mapping"][2] == "`kind: shannon_with_loss`"
+
+
+def test_papers_are_cited_by_authors_not_by_seed_file_names():
+    """Issue 18: users do not have the seed files (000_<hash>.txt ... 004_<hash>.txt); code
+    and docs cite the papers by the keys of docs/references.md."""
+    import re
+
+    seed_file = re.compile(r"\b00[0-4]_[0-9a-f]{16}")
+    short = re.compile(r"(?<![\w.,\-/])00[0-4](?=\s+(eqs?|Sec|Figs?|Table|Algorithm)\b)")
+    found = []
+    for folder in ("netfl", "channel_models", "docs", "scenarios"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix not in {".py", ".md", ".yaml", ".txt"}:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if seed_file.search(line) or short.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not seed_file.search(readme)
+    assert found == []

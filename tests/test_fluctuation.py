@@ -1,4 +1,4 @@
-"""MAB-CS resource fluctuation (002_27b575cdfe8e08e6.txt eq. (8))."""
+"""MAB-CS resource fluctuation (Yoshida et al. 2020 eq. (8))."""
 
 from __future__ import annotations
 

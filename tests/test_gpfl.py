@@ -1,4 +1,4 @@
-"""GPFL against eqs. (1)-(8) and Algorithm 1 of 001_67fd41493d1b216a.txt."""
+"""GPFL against eqs. (1)-(8) and Algorithm 1 of Na et al. 2024."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NCCB (Algorithm 1 of 004_1839f3fcd266bde6.txt) and its k-LinUCB baseline."""
+"""NCCB (Algorithm 1 of Cao et al. 2022) and its k-LinUCB baseline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The neural reward estimator of NCCB, eqs. (9)-(14) of 004_1839f3fcd266bde6.txt."""
+"""The neural reward estimator of NCCB, eqs. (9)-(14) of Cao et al. 2022."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pow-d and rpow-d (000_dfbad22c59539edc.txt Sec. II-B; Cho, Wang, Joshi 2020)."""
+"""pow-d and rpow-d (Cho et al. 2020 Sec. II-B; Cho, Wang, Joshi 2020)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ def test_run_progress_logs_every_n_rounds_elsewhere_and_is_silent_when_quiet():
     with RunProgress(4, every=2, stream=stream) as progress:
         _rounds(progress, 4)
     lines = stream.getvalue().splitlines()
-    assert [line.split()[1] for line in lines] == ["2/4", "4/4"]
+    # The round index as in rounds.parquet (0-based), then how many of the total are done.
+    assert [line.split()[1:3] for line in lines] == [["1", "(2/4"], ["3", "(4/4"]]
     quiet = io.StringIO()
     with RunProgress(4, mode="quiet", stream=quiet) as progress:
         _rounds(progress, 4)

@@ -3,10 +3,10 @@
 Small versions of ``scenarios/ucb_cs_synthetic.yaml``, ``gpfl_digits.yaml`` and
 ``nccb_clustered.yaml`` (few rounds, a few seeds; seconds each) that assert what is robust
 across seeds and would fail if the strategy selected at random: pow-d and UCB-CS lower the
-global loss faster than rand, rpow-d does not (000_dfbad22c59539edc.txt Fig. 1); pow-d's
-polls and GPFL's initial projection round cost simulated time (001_67fd41493d1b216a.txt);
+global loss faster than rand, rpow-d does not (Cho et al. 2020 Fig. 1); pow-d's
+polls and GPFL's initial projection round cost simulated time (Na et al. 2024);
 NCCB's contexts separate the data clusters and its cluster exploration reaches a target
-accuracy in fewer rounds than random (004_1839f3fcd266bde6.txt). Plus the bad input of
+accuracy in fewer rounds than random (Cao et al. 2022). Plus the bad input of
 issue 8 through the CLI, and the shipped files validating.
 """
 

@@ -4,10 +4,10 @@ Each runs the shipped scenario with fewer rounds and seeds, timing only, and ass
 ordering the paper reports, seed by seed (the runs of one seed share every draw but the
 strategy's: common random numbers):
 
-- RBCS-F, 003_ad2362771f4d0a3d.txt Sec. 6.1.2 (Figs. 2-3): cumulative time FedCS(3) <
+- RBCS-F, Huang et al. 2021 Sec. 6.1.2 (Figs. 2-3): cumulative time FedCS(3) <
   RBCS-F (large V) < RBCS-F (small V) < random; the virtual-queue backlogs flatten, and a
   larger V converges more slowly to a higher backlog;
-- MAB-CS, 002_27b575cdfe8e08e6.txt Sec. IV-C (Figs. 1-2): without fluctuation the MAB-CS
+- MAB-CS, Yoshida et al. 2020 Sec. IV-C (Figs. 1-2): without fluctuation the MAB-CS
   variants are no faster than FedCS; at eta = 1.99 Element-wise MAB-CS is faster.
 """
 

@@ -1,4 +1,4 @@
-"""Naive and Element-wise MAB-CS against eqs. (3)-(7) of 002_27b575cdfe8e08e6.txt."""
+"""Naive and Element-wise MAB-CS against eqs. (3)-(7) of Yoshida et al. 2020."""
 
 from __future__ import annotations
 

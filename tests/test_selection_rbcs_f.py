@@ -1,4 +1,4 @@
-"""RBCS-F against 003_ad2362771f4d0a3d.txt: queues (6), ridge LCB (17)-(19), Algorithms 1-2."""
+"""RBCS-F against Huang et al. 2021: queues (6), ridge LCB (17)-(19), Algorithms 1-2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UCB-CS against eqs. (4)-(7) and Algorithm 1 of 000_dfbad22c59539edc.txt."""
+"""UCB-CS against eqs. (4)-(7) and Algorithm 1 of Cho et al. 2020."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from netfl.sweep.index import is_sweep_directory
 from netfl.trace.metrics import mean_ci, rounds_to_accuracy, step_at, time_to_accuracy
 from netfl.trace.run import Run, load_runs
 
-#: Table I of 000_dfbad22c59539edc.txt: final Jain index of the clients' losses, m = 1, 2, 3.
+#: Table I of Cho et al. 2020: final Jain index of the clients' losses, m = 1, 2, 3.
 PAPER_JAIN = {
     "random": (0.43, 0.29, 0.66),
     "pow_d": (0.75, 0.89, 0.91),

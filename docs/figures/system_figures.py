@@ -14,7 +14,7 @@ tables into this folder (or ``--out``)::
 
 Everything is drawn with :mod:`netfl.trace.plots` and tabulated with
 :mod:`netfl.trace.compare`; this script only shortens the legend labels and lays out the
-MAB-CS paper's T_FedCS - T_* (002_27b575cdfe8e08e6.txt eq. (12)).
+MAB-CS paper's T_FedCS - T_* (Yoshida et al. 2020 eq. (12)).
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def _summary_table(
 
 
 def rbcs_f(runs: Runs, out: Path) -> None:
-    """003 Figs. 2-3: cumulative time per round, mean backlog per V; the summary table."""
+    """Huang et al. 2021 Figs. 2-3: cumulative time per round, mean backlog per V; the summary
+    table."""
     _save(relabel(plots.round_times(runs), runs), out / "rbcs_f_cumulative_time.png")
     rbcs = Runs([r for r in runs if r.scenario_dict["selection"]["name"] == "rbcs_f"])
     _save(relabel(plots.backlog_means(rbcs), rbcs), out / "rbcs_f_backlogs.png")
@@ -140,7 +141,8 @@ def rbcs_f(runs: Runs, out: Path) -> None:
 
 
 def mab_cs_differences(runs: Runs) -> pd.DataFrame:
-    """Per (eta, strategy): T_FedCS - T_* (eq. (12) of 002) and its ratio to T_FedCS, paired
+    """Per (eta, strategy): T_FedCS - T_* (eq. (12) of Yoshida et al. 2020) and its ratio to
+    T_FedCS, paired
     by seed (mean and 95% CI half-width over the seeds)."""
     rows = []
     for run in runs:
@@ -181,7 +183,7 @@ def mab_cs_differences(runs: Runs) -> pd.DataFrame:
 
 
 def mab_cs(runs: Runs, out: Path) -> None:
-    """002 Figs. 1-2: T_FedCS - T_* and the reduction ratio against eta."""
+    """Yoshida et al. 2020 Figs. 1-2: T_FedCS - T_* and the reduction ratio against eta."""
     table = mab_cs_differences(runs)
     fig = Figure(figsize=(10, 4), layout="constrained")
     left, right = fig.subplots(1, 2)

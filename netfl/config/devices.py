@@ -1,7 +1,7 @@
 """Scenario section `devices`: the device population, in groups.
 
 Each group has its own parameters and distributions, so that heterogeneous populations
-(for example the four client classes of Table 1 in 003_ad2362771f4d0a3d.txt) are written
+(for example the four client classes of Table 1 in Huang et al. 2021) are written
 directly in YAML. Per-device values are drawn once at elaboration; per-round values
 (available CPU ratio, allocated bandwidth, fluctuation, exchange-time noise) are drawn at
 the start of every round.
@@ -44,7 +44,7 @@ class BernoulliAvailability(StrictModel):
     """Each device is available in a round with probability ``p``, independently per round.
 
     An available device stays available for the whole round (RBCS-F's I_{t,n},
-    003_ad2362771f4d0a3d.txt Sec. 4.1.3, with p = 0.8 in Sec. 6.1).
+    Huang et al. 2021 Sec. 4.1.3, with p = 0.8 in Sec. 6.1).
     """
 
     kind: Literal["bernoulli"] = Field(description="Bernoulli per round.")
@@ -164,7 +164,7 @@ class GroupLink(StrictModel):
     """A dedicated link per device with a fixed SNR and a per-round allocated bandwidth.
 
     Upload rate in a round = B log(1 + SNR) (Shannon), B drawn per device and round: the
-    setting of 003_ad2362771f4d0a3d.txt Sec. 6.1 (eta = log(1 + SNR) in Table 1,
+    setting of Huang et al. 2021 Sec. 6.1 (eta = log(1 + SNR) in Table 1,
     B ~ U[2, 4] MHz). These devices bypass the radio model.
     """
 
@@ -234,7 +234,7 @@ class DeviceGroup(StrictModel):
         default=None,
         lt=2,
         description="MAB-CS per-round fluctuation of the capability: truncated normal with"
-        " sigma^2 = mean^eta (002 eq. (8)); null: none.",
+        " sigma^2 = mean^eta (Yoshida et al. 2020 eq. (8)); null: none.",
     )
     available_cpu_ratio: Annotated[Distribution, _positive("available_cpu_ratio")] = Field(
         default=Constant(value=1.0),
@@ -253,7 +253,7 @@ class DeviceGroup(StrictModel):
         default=0.0,
         description="Relative half-width a of the exchange-time noise: a device's cold start,"
         " compute and (on a group link) upload times in a round are all multiplied by"
-        " 1 + U(-a, a) (003 eq. (14) with a = 1).",
+        " 1 + U(-a, a) (Huang et al. 2021 eq. (14) with a = 1).",
     )
     availability: Availability = Field(
         default_factory=AlwaysAvailable,

@@ -29,7 +29,8 @@ class FLConfig(StrictModel):
         default="fedavg",
         description=(
             "fedavg: synchronous FedAvg, selected clients upload in parallel as soon as they"
-            " are ready. fedcs: the FedCS protocol (002 Sec. II), uploads one after another in"
+            " are ready. fedcs: the FedCS protocol (Yoshida et al. 2020 Sec. II), uploads one"
+            " after another in"
             " the selection order (scheduled upload)."
         ),
     )
@@ -86,7 +87,8 @@ class FLConfig(StrictModel):
     oracle_exchange_time: bool = Field(
         default=False,
         description="Report each candidate's expected exchange time this round as the"
-        " feature expected_exchange_time_s (oracle knowledge: 003's FedCS(3) baseline).",
+        " feature expected_exchange_time_s (oracle knowledge: Huang et al. 2021's FedCS(3)"
+        " baseline).",
     )
     aggregation_time_s: Seconds = Field(
         default=0.0, description="Time the server spends aggregating, s."

@@ -247,7 +247,7 @@ class LteRadioConfig(StrictModel):
         default=None,
         lt=2.0,
         description=(
-            "MAB-CS resource fluctuation η (eqs. 8-11 in 002_27b575cdfe8e08e6.txt): each"
+            "MAB-CS resource fluctuation η (eqs. 8-11 in Yoshida et al. 2020): each"
             " round a device's throughput is drawn from a normal with mean θ and variance"
             " θ^η (bit/s) truncated to θ ± σ (null: no fluctuation)."
         ),

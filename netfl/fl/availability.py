@@ -58,7 +58,8 @@ class AlwaysOn:
 
 
 class BernoulliPerRound:
-    """Available in a round with probability p, independently (003 Sec. 6.1: p = 0.8)."""
+    """Available in a round with probability p, independently (Huang et al. 2021 Sec. 6.1: p =
+    0.8)."""
 
     def __init__(self, p: float, count: int, rng: np.random.Generator) -> None:
         self.p = p

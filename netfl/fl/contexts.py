@@ -2,7 +2,7 @@
 
 Every device summarises its local data (per-class feature means, unit norm:
 :func:`netfl.selection.context.data_summary`) and hashes the summary with the LSH of eq. (5)
-in 004_1839f3fcd266bde6.txt, using hashing parameters the server broadcasts (one seeded
+in Cao et al. 2022, using hashing parameters the server broadcasts (one seeded
 draw shared by all devices). Only the integer codes leave the device: ``N_HASHES`` values
 of ``BITS_PER_CONTEXT_VALUE`` bits, sent with the client's first resource response.
 

@@ -6,14 +6,16 @@ A device processes training samples at its capability for the round,
 
 where ``compute_sps`` is its mean capability (drawn once; or epochs x n_samples / tau_b
 from RBCS-F's base training time), ``fluctuation_t`` the MAB-CS truncated-normal factor
-(002_27b575cdfe8e08e6.txt eq. (8), off by default) and ``mu_t`` the available CPU ratio
-drawn per round (003_ad2362771f4d0a3d.txt Sec. 6.1: U[0.5, 2]). A local update of E epochs
-over D samples is a job of E D / capacity_t seconds of full-speed work (002 eq. (10)),
+(Yoshida et al. 2020 eq. (8), off by default) and ``mu_t`` the available CPU ratio
+drawn per round (Huang et al. 2021 Sec. 6.1: U[0.5, 2]). A local update of E epochs
+over D samples is a job of E D / capacity_t seconds of full-speed work (Yoshida et al. 2020 eq.
+(10)),
 served together with the device's background jobs (:mod:`netfl.fl.background`), after a
-cold start tau_s when the device was not selected in the previous round (003 eq. (14)).
+cold start tau_s when the device was not selected in the previous round (Huang et al. 2021 eq.
+(14)).
 All of a device's phases in a round (cold start, compute, and the upload on a group link)
 are multiplied by one noise factor 1 + U(-a, a), so that with a = 1 the exchange time is
-c^T theta + eps with eps ~ U(-c^T theta, c^T theta), as in 003 Sec. 6.1.
+c^T theta + eps with eps ~ U(-c^T theta, c^T theta), as in Huang et al. 2021 Sec. 6.1.
 
 The RBCS-F context feature ``mu`` reported in the resource request is mu_t / (1 + N_t): the
 share of the CPU a new job gets under processor sharing with the N_t background jobs
@@ -249,7 +251,8 @@ class Devices:
         Cold start if due, plus the work at the mean capability times this round's CPU
         ratio, slowed by the background load on average: x / (1 - rho) under processor
         sharing, x + lambda E[S^2] / (2 (1 - rho)) under FIFO. Noise and fluctuation
-        average out (their mean factor is 1). This is the oracle's c^T theta* (003 eq. (14)).
+        average out (their mean factor is 1). This is the oracle's c^T theta* (Huang et al. 2021
+        eq. (14)).
         """
         clients = np.asarray(clients, dtype=np.int64)
         work = self.update_samples[clients] / (self.compute_sps[clients] * self.cpu_ratio[clients])

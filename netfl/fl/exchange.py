@@ -1,7 +1,7 @@
 """One exchange with a set of clients: model out, a job on each device, an answer back.
 
 The round's main exchange is the Distribution, Update and Upload steps of the FedCS
-protocol (002_27b575cdfe8e08e6.txt Sec. II); a strategy's poll is a smaller one. Every step
+protocol (Yoshida et al. 2020 Sec. II); a strategy's poll is a smaller one. Every step
 is a timeline event. The model reaches the clients by multicast (everyone at the slowest
 client's rate), unicast (each at its own rate) or instantly; then each client prepares its
 data if it is cold, computes (waiting or slowing down behind background jobs), and uploads:
@@ -10,7 +10,7 @@ data if it is cold, computes (waiting or slowing down behind background jobs), a
 - **sequential** uploads (FedCS scheduled upload): clients upload one after another in the
   selection order, so with T_d the distribution time, client j's upload ends at
   T_d + Theta_j, Theta_j = Theta_{j-1} + t_UL_j + max(0, t_UD_j - Theta_{j-1})
-  (002 eqs. (1)-(2)). A client that leaves passes its turn on at once.
+  (Yoshida et al. 2020 eqs. (1)-(2)). A client that leaves passes its turn on at once.
 
 A client leaves an exchange when its device becomes unavailable (``drop``), at the limit
 (round deadline or T_final: ``deadline_miss``), or when the server has the ``target``

@@ -1,6 +1,6 @@
 """Devices whose link is set by their group: fixed SNR, bandwidth allocated per round.
 
-In RBCS-F's numerical setting (003_ad2362771f4d0a3d.txt Sec. 4.4.2 and 6.1) each client
+In RBCS-F's numerical setting (Huang et al. 2021 Sec. 4.4.2 and 6.1) each client
 uploads over its own allocated bandwidth B_{t,n} at the Shannon rate B_{t,n} eta_n with
 eta_n = log(1 + SNR_n), so the upload of a model of M bits takes M / (B_{t,n} eta_n). This
 module wraps the scenario's radio network: devices of groups with a ``link`` get such a

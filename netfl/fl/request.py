@@ -1,4 +1,4 @@
-"""The Resource Request step of a round (002_27b575cdfe8e08e6.txt Sec. II).
+"""The Resource Request step of a round (Yoshida et al. 2020 Sec. II).
 
 ceil(K C) clients drawn uniformly, fresh each round, are asked; those available answer and
 become the round's candidates. An answer costs uplink time and bits where it carries any:

@@ -1,6 +1,6 @@
 """The FL server as a SimPy process: one round after another.
 
-A round follows the FedCS protocol (002_27b575cdfe8e08e6.txt Sec. II): Resource Request
+A round follows the FedCS protocol (Yoshida et al. 2020 Sec. II): Resource Request
 to ceil(K C) random clients (:mod:`netfl.fl.request`: those available answer; the answers
 may cost time and uplink bits), an optional poll the strategy asks for, Client Selection
 (the strategy; its compute time is configurable), then Distribution, Update and Upload

@@ -19,7 +19,7 @@ EVAL_CHUNK = 4096
 class Evaluation:
     """The global model on the test set; ``client_loss`` per device where asked.
 
-    Loss fairness (Jain's index, UCB-CS eq. (3) in 000_dfbad22c59539edc.txt) is
+    Loss fairness (Jain's index, UCB-CS eq. (3) in Cho et al. 2020) is
     ``netfl.trace.metrics.jain_index`` of ``client_loss`` (F_k(w) with ``train``).
     """
 

@@ -274,7 +274,7 @@ class TorchLearner:
 
     def global_update(self) -> np.ndarray:
         """w^t - w^{t-1} over the parameters, flattened: what the last ``aggregate`` changed
-        (GPFL's aggregated update g^t, 001_67fd41493d1b216a.txt eq. (1)); zeros if nothing."""
+        (GPFL's aggregated update g^t, Na et al. 2024 eq. (1)); zeros if nothing."""
         parts = [
             (self.global_state[name] - self._previous_state[name]).flatten()
             for name in self.param_names

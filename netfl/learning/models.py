@@ -46,7 +46,7 @@ def digits_mlp(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
 def logistic_regression(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     """Multinomial logistic regression, UCB-CS's model for Synthetic(1,1).
 
-    000_dfbad22c59539edc.txt Sec. IV; with 60 features and 10 classes, 610 parameters.
+    Cho et al. 2020 Sec. IV; with 60 features and 10 classes, 610 parameters.
     """
     return _mlp(math.prod(input_shape), [], n_classes)
 
@@ -54,8 +54,8 @@ def logistic_regression(input_shape: tuple[int, ...], n_classes: int) -> nn.Modu
 def mlp_64_30(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     """MLP with two hidden ReLU layers of 64 and 30 units.
 
-    GPFL's FEMNIST model (001_67fd41493d1b216a.txt Sec. V-B1) and UCB-CS's FMNIST "deep
-    multi-layer perceptron network with two hidden layers" (000_dfbad22c59539edc.txt
+    GPFL's FEMNIST model (Na et al. 2024 Sec. V-B1) and UCB-CS's FMNIST "deep
+    multi-layer perceptron network with two hidden layers" (Cho et al. 2020
     Sec. IV, widths not stated there; 64-30 is the FMNIST MLP of the same setting in the
     FedCor/pow-d code that GPFL cites, with UCB-CS's b = 64 and eta = 0.005). FedCor's
     dropout is left out. 28x28 input: 52,500 parameters for 10 classes, 54,112 for 62.
@@ -64,7 +64,7 @@ def mlp_64_30(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
 
 
 def fedcs_cifar_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """The FedCS / MAB-CS CIFAR-10 CNN (002_27b575cdfe8e08e6.txt Sec. IV).
+    """The FedCS / MAB-CS CIFAR-10 CNN (Yoshida et al. 2020 Sec. IV).
 
     Six 3x3 convolutions (32, 32, 64, 64, 128, 128 channels, 'same' padding), each
     followed by ReLU then batch norm; FC 512 and 192 with ReLU, then n_classes.
@@ -91,7 +91,7 @@ def fedcs_cifar_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
 
 
 def rbcsf_fmnist_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """RBCS-F's Fashion-MNIST CNN (003_ad2362771f4d0a3d.txt Sec. 6.2).
+    """RBCS-F's Fashion-MNIST CNN (Huang et al. 2021 Sec. 6.2).
 
     Two 5x5 convolutions with 20 and 50 channels, each followed by 2x2 max pooling, FC 500
     with ReLU, softmax output. Padding is not stated; unpadded (the classic LeNet of this
@@ -115,7 +115,7 @@ def rbcsf_fmnist_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
 
 
 def rbcsf_cifar_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """RBCS-F's CIFAR-10 CNN (003_ad2362771f4d0a3d.txt Sec. 6.2).
+    """RBCS-F's CIFAR-10 CNN (Huang et al. 2021 Sec. 6.2).
 
     Two 5x5 convolutions with 64 channels, each followed by 2x2 max pooling, FC 384 and
     192, softmax output. ReLU after each convolution and hidden FC layer and 'same'
@@ -141,7 +141,7 @@ def rbcsf_cifar_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
 
 
 def gpfl_cifar_cnn(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """GPFL's CIFAR-10 CNN (001_67fd41493d1b216a.txt Sec. V-B2).
+    """GPFL's CIFAR-10 CNN (Na et al. 2024 Sec. V-B2).
 
     Three convolutions with 32, 64 and 64 kernels and an FC layer of 64 units. Kernel size,
     padding and pooling follow the FedCor code GPFL took its baselines from (3x3,

@@ -4,21 +4,21 @@ Kinds (``learning.partition.kind``):
 
 - ``iid``: sizes from ``devices.groups[].n_samples`` drawn uniformly without replacement
   from the whole training set (devices may share samples, as in MAB-CS
-  002_27b575cdfe8e08e6.txt Sec. IV), or the training set dealt out evenly;
+  Yoshida et al. 2020 Sec. IV), or the training set dealt out evenly;
 - ``dirichlet``: label skew of Hsu et al. (2019), cited by UCB-CS, RBCS-F and GPFL: device
   k's label mix q_k ~ Dir(alpha p), p the training set's label distribution; sizes from
   n_samples or even; samples disjoint. (RBCS-F writes Dir(gamma_1 * ones), i.e. alpha =
-  n_classes * gamma_1 on balanced classes. GPFL's Dir, 001 Sec. V-A, draws q_k the same
+  n_classes * gamma_1 on balanced classes. GPFL's Dir, Na et al. 2024 Sec. V-A, draws q_k the same
   way but sizes the devices by a quadratic program, min ||x|| s.t. Q x = label totals,
   which netfl does not do: its sizes stay n_samples or even.)
 - ``shards``: McMahan et al.'s pathological split used by GPFL (1SPC / 2SPC,
-  001_67fd41493d1b216a.txt Sec. V-A): sort by label, cut into shards_per_client x K
+  Na et al. 2024 Sec. V-A): sort by label, cut into shards_per_client x K
   equal shards, give each device shards_per_client of them at random;
 - ``power_law``: IID labels, sizes min_samples + Pareto(exponent)-weighted shares of the rest;
 - ``natural``: the dataset's own owners (Synthetic devices, FEMNIST writers);
 - ``clustered``: the devices fall into ``clusters`` groups and every device of a group
   holds samples of the same ``labels_per_cluster`` labels (label skew by cluster: the
-  population NCCB's context-aware selection, 004_1839f3fcd266bde6.txt, is built for).
+  population NCCB's context-aware selection, Cao et al. 2022, is built for).
 
 ``shards``, ``power_law`` and ``natural`` set the sizes themselves (``n_samples`` is refused
 when validating); the others take them from ``n_samples`` or deal the set out evenly.

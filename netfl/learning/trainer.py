@@ -1,6 +1,6 @@
 """Local training of a round's clients: the shared plan and the sequential reference.
 
-Local SGD as in FedAvg (McMahan et al. 2017) and UCB-CS (000_dfbad22c59539edc.txt eq. (2)):
+Local SGD as in FedAvg (McMahan et al. 2017) and UCB-CS (Cho et al. 2020 eq. (2)):
 each client starts from the global model and takes minibatch SGD steps on its own data,
 either ``epochs`` passes (shuffled, the last batch of a pass may be short) or ``steps``
 iterations of one minibatch each (drawn pass by pass without replacement).
@@ -62,7 +62,7 @@ class LocalResult:
 
     ``states`` holds each client's parameters and buffers stacked on a leading client axis;
     ``loss_mean``/``loss_std`` are over the client's local iterations (the minibatch
-    losses; UCB-CS eqs. (5) and (7) in 000_dfbad22c59539edc.txt); ``update_vectors``
+    losses; UCB-CS eqs. (5) and (7) in Cho et al. 2020); ``update_vectors``
     (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P),
     and ``update_scale`` is lr x (SGD steps taken) per client: with plain SGD,
     ``-update_vectors / update_scale`` is the client's mean gradient along its local path

@@ -1,6 +1,6 @@
 """Link budget -> SINR -> rate per resource block, through ``channel_models``.
 
-Per device and direction (``shared/reference/radio.md``; 002_27b575cdfe8e08e6.txt
+Per device and direction (``docs/radio.md``; Yoshida et al. 2020
 Sec. IV-A):
 
 ``SNR_dB = P_tx - 10 log10(N_tx) + G_tx + G_rx - PL - X_sigma - N_RB``,

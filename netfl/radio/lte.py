@@ -5,7 +5,7 @@ the model's trip over the backhaul links to the aggregator (if it is not at the 
 download is the reverse; a multicast is one downlink flow that every selected client
 receives at the rate of the worst of them (FedCS's distribution step). Each flow's rate
 per RB comes from the client's link budget (:mod:`netfl.radio.link`), scaled each round
-by the MAB-CS throughput fluctuation when it is on (002_27b575cdfe8e08e6.txt eqs. (8),
+by the MAB-CS throughput fluctuation when it is on (Yoshida et al. 2020 eqs. (8),
 (11)). Interrupting a transfer process cancels the flow and releases its RBs at once.
 """
 
@@ -137,7 +137,7 @@ class LteNetwork:
         """Per-candidate context reported in the resource request.
 
         ``bandwidth_hz``: the uplink bandwidth the client is allocated when it transmits
-        alone (its RB cap x 180 kHz), the B_{t,n} of RBCS-F's context (003 eq. (14)).
+        alone (its RB cap x 180 kHz), the B_{t,n} of RBCS-F's context (Huang et al. 2021 eq. (14)).
         """
         rbs = min(self.rb_cap_ul, self.uplink.n_rb)
         return {Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * self.air.rb_bandwidth_hz)}

@@ -7,12 +7,12 @@ cancellation the scheduler brings every flow's remaining bits up to date, recomp
 allocation and schedules one timer for the next completion (design.md, "Time model"): the
 cost grows with the number of flows, never with bytes or simulated milliseconds.
 
-Policies (``shared/reference/radio.md``, "LTE numerology and scheduling"):
+Policies (``docs/radio.md``, "Sharing the resource blocks"):
 
 - ``fifo``: flows are served in arrival order, each up to its RB cap, until the RBs run out
   (with the cap equal to the band, one flow at a time: FedCS's scheduled uploads).
 - ``equal``: round robin as a fluid: max-min fair RB shares under the caps (water-filling),
-  so each flow slows down as others join (the MAB-CS system model, 002 Sec. II).
+  so each flow slows down as others join (the MAB-CS system model, Yoshida et al. 2020 Sec. II).
 - ``proportional_fair``: the same RB shares (without fast fading PF maximises
   ``sum log(n_i r_i)``, which equal shares ``n_i`` do), and each flow's rate multiplied by
   its multi-user diversity gain when the flows see Rayleigh fading (a flow's ``diversity``).

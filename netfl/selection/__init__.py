@@ -13,27 +13,32 @@ STRATEGIES: dict[str, Entry] = {
     ),
     "fedcs": Entry(
         "netfl.selection.fedcs:FedCS",
-        "FedCS greedy on the reported times, T_inc eqs. (1)-(2) of 002; budget or deadline form",
+        "FedCS greedy on the reported times, T_inc eqs. (1)-(2) of Yoshida et al. 2020; budget or"
+        " deadline form",
     ),
     "fedcs_extended": Entry(
         "netfl.selection.fedcs_extended:FedCSExtended",
-        "Extended FedCS: FedCS on the moving average of the last five observed times (002)",
+        "Extended FedCS: FedCS on the moving average of the last five observed times (Yoshida et"
+        " al. 2020)",
     ),
     "mab_cs_naive": Entry(
         "netfl.selection.mab_cs:NaiveMABCS",
-        "Naive MAB-CS: UCB on each client's mean observed T_inc, eq. (4) of 002",
+        "Naive MAB-CS: UCB on each client's mean observed T_inc, eq. (4) of Yoshida et al. 2020",
     ),
     "mab_cs_elementwise": Entry(
         "netfl.selection.mab_cs:ElementwiseMABCS",
-        "Element-wise MAB-CS: FedCS on UCB-amended update/upload times, eqs. (5)-(7) of 002",
+        "Element-wise MAB-CS: FedCS on UCB-amended update/upload times, eqs. (5)-(7) of Yoshida"
+        " et al. 2020",
     ),
     "rbcs_f": Entry(
         "netfl.selection.rbcs_f:RBCSF",
-        "RBCS-F: Lyapunov fairness queues + ridge-regression LCB of the exchange time (003)",
+        "RBCS-F: Lyapunov fairness queues + ridge-regression LCB of the exchange time (Huang et"
+        " al. 2021)",
     ),
     "fedcs_deadline": Entry(
         "netfl.selection.fedcs_deadline:FedCSDeadline",
-        "FedCS(3) of 003: oracle expected exchange times, every client within a deadline",
+        "FedCS(3) of Huang et al. 2021: oracle expected exchange times, every client within a"
+        " deadline",
     ),
     "oort": Entry(
         "netfl.selection.oort:Oort",
@@ -49,7 +54,8 @@ STRATEGIES: dict[str, Entry] = {
     ),
     "rpow_d": Entry(
         "netfl.selection.pow_d:RPowD",
-        "pow-d ranked by stale losses from last participation, no polling (rpow-d of 000)",
+        "pow-d ranked by stale losses from last participation, no polling (rpow-d of Cho et al."
+        " 2020)",
     ),
     "gpfl": Entry(
         "netfl.selection.gpfl:GPFL",

@@ -143,7 +143,8 @@ class RoundFeedback:
     (``cold_start_s + queue_wait_s + compute_time_s``); ``upload_time_s`` is the transfer
     alone (after ``upload_wait_s``, the wait for its turn); ``exchange_time_s`` runs from
     the start of the distribution step to the end of the client's upload (RBCS-F's
-    tau_{t,n}, 003 eq. (1)). ``status`` is ``completed``, ``deadline_miss``, ``dropped``
+    tau_{t,n}, Huang et al. 2021 eq. (1)). ``status`` is ``completed``, ``deadline_miss``,
+    ``dropped``
     (the client left) or ``cancelled`` (over-selection); ``completed`` is its boolean
     form and ``deadline_met`` is False exactly for ``deadline_miss``. ``features`` holds the
     selected clients' context features as the strategy saw them in ``select``.

@@ -1,4 +1,5 @@
-"""k-means clustering of client contexts (NCCB's "Preparation" step, 004 Algorithm 1)."""
+"""k-means clustering of client contexts (NCCB's "Preparation" step, Cao et al. 2022 Algorithm
+1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Privacy-preserving data contexts, computed on the device (004_1839f3fcd266bde6.txt).
+"""Privacy-preserving data contexts, computed on the device (Cao et al. 2022).
 
 NCCB's context extractor ("Privacy-Preserving Context Extractor") maps a client's local
 data to a short vector with locality-sensitive hashing, so the server learns which
@@ -50,7 +50,7 @@ def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int) -> np.
 
 @dataclass(frozen=True)
 class QuantisedLSH:
-    """Random projection, then eq. (5) of 004: ``h_i = floor((v'_i - b_i) / eta)``.
+    """Random projection, then eq. (5) of Cao et al. 2022: ``h_i = floor((v'_i - b_i) / eta)``.
 
     Attributes
     ----------
@@ -150,7 +150,7 @@ def token_hash_bits(token: str, n_bits: int) -> np.ndarray:
 def simhash(
     tokens: Sequence[str], n_bits: int = 64, weights: Mapping[str, float] | None = None
 ) -> np.ndarray:
-    """SimHash fingerprint of a text, eqs. (6)-(7) of 004 (Manku et al. 2007).
+    """SimHash fingerprint of a text, eqs. (6)-(7) of Cao et al. 2022 (Manku et al. 2007).
 
     Each distinct token i (a feature) gets a positive weight w_i (its count in the text
     unless ``weights`` says otherwise) and an n-bit hash; bit j contributes +w_i if the

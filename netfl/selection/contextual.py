@@ -3,7 +3,7 @@
 Contexts arrive with the resource request (``ctx.features["context"]``, one row per
 candidate, computed on the device: :mod:`netfl.selection.context`); the strategies keep
 each client's latest one, scaled to unit norm as NeuralUCB and LinUCB assume
-(|x| <= 1). The reward of a client is its utility, eq. (2) of 004_1839f3fcd266bde6.txt.
+(|x| <= 1). The reward of a client is its utility, eq. (2) of Cao et al. 2022.
 
 For the server: a context is computed once per client, on the device, before it first
 answers a resource request, and travels with that answer (n values of

@@ -1,8 +1,8 @@
-"""FedCS client selection (Nishio & Yonetani, ICC 2019) as restated in 002_27b575cdfe8e08e6.txt.
+"""FedCS client selection (Nishio & Yonetani, ICC 2019) as restated in Yoshida et al. 2020.
 
 Greedy scheduling by the round-time increment T_inc of eqs. (1)-(2) (Algorithm 1), on the
 update and upload times the clients reported in the resource request: their last
-observed times, 0 for a client never selected (002 Sec. II).
+observed times, 0 for a client never selected (Yoshida et al. 2020 Sec. II).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ class FedCS(Strategy):
     Parameters
     ----------
     form
-        ``"budget"``: select ``clients_per_round`` clients (Algorithm 1 of 002, the form
+        ``"budget"``: select ``clients_per_round`` clients (Algorithm 1 of Yoshida et al. 2020, the
+        form
         MAB-CS compares against). ``"deadline"``: the original FedCS, which keeps adding
         clients while the scheduled update-and-upload still ends by the round deadline
         T_round, so it maximises the number of clients that fit (at most the budget; set

@@ -1,6 +1,6 @@
-"""FedCS with full knowledge and a deadline: the "FedCS(3)" baseline of 003_ad2362771f4d0a3d.txt.
+"""FedCS with full knowledge and a deadline: the "FedCS(3)" baseline of Huang et al. 2021.
 
-003 Sec. 6.1 adapts FedCS to its setting by giving it the contexts and the static
+Huang et al. 2021 Sec. 6.1 adapts FedCS to its setting by giving it the contexts and the static
 coefficients, i.e. each client's true expected exchange time c^T theta*, and selecting
 every client whose expected time is shorter than a preset deadline (3 s in the paper, so
 that about m = 8 clients qualify). It reads that oracle time from the context feature
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 class FedCSDeadline(Strategy):
     """Select the candidates whose expected exchange time is shorter than the deadline.
 
-    At most ``clients_per_round`` of them, the fastest first (003 lets the number float;
+    At most ``clients_per_round`` of them, the fastest first (Huang et al. 2021 lets the number
+    float;
     set ``fl.clients_per_round`` to the population for that). May select fewer.
 
     Parameters

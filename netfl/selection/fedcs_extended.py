@@ -1,4 +1,4 @@
-"""Extended FedCS (002_27b575cdfe8e08e6.txt Sec. IV-C).
+"""Extended FedCS (Yoshida et al. 2020 Sec. IV-C).
 
 FedCS scheduling (Algorithm 1, T_inc of eq. (1)) on the moving average of each client's
 last five observed model update and upload times instead of the last one only.
@@ -16,7 +16,7 @@ from netfl.selection.fedcs import FedCS
 
 
 class FedCSExtended(FedCS):
-    """FedCS on moving averages of the observed times (Extended FedCS of 002).
+    """FedCS on moving averages of the observed times (Extended FedCS of Yoshida et al. 2020).
 
     Every round a client was selected in adds what the server observed of it
     (``RoundFeedback.observed_update_time_s`` / ``observed_upload_time_s``): the measured
@@ -28,7 +28,7 @@ class FedCSExtended(FedCS):
     Parameters
     ----------
     window
-        How many of the latest observations to average (5 in 002).
+        How many of the latest observations to average (5 in Yoshida et al. 2020).
     form, deadline_s
         As for :class:`~netfl.selection.fedcs.FedCS`.
     """

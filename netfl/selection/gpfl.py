@@ -1,4 +1,4 @@
-"""GPFL: gradient-projection confidence-bound client selection (001_67fd41493d1b216a.txt).
+"""GPFL: gradient-projection confidence-bound client selection (Na et al. 2024).
 
 "Gradient Projection-based Client Selection for Efficient Federated Learning". A client
 is worth more the better its local descent direction agrees with the global one: its
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def projection(updates: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """Gradient projection c_i = g_i . d / |d| of each row g_i onto d (eq. (3) of 001).
+    """Gradient projection c_i = g_i . d / |d| of each row g_i onto d (eq. (3) of Na et al. 2024).
 
     Returns zeros when ``direction`` is zero (no global direction known yet); a row with
     a non-finite entry gives a non-finite c_i.
@@ -64,13 +64,13 @@ def mean_gradient(updates: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
 
 
 def softmax(values: np.ndarray) -> np.ndarray:
-    """exp(c_i) / sum_i' exp(c_i'), computed stably (eq. (5) of 001)."""
+    """exp(c_i) / sum_i' exp(c_i'), computed stably (eq. (5) of Na et al. 2024)."""
     shifted = np.exp(np.asarray(values, dtype=float) - np.max(values))
     return shifted / shifted.sum()
 
 
 def adjustment(accuracy: float, last_accuracy: float, loss: float, last_loss: float) -> float:
-    """The reward factor of eq. (8) of 001.
+    """The reward factor of eq. (8) of Na et al. 2024.
 
     ``2 exp(A^t - A^{t-1})`` when the global accuracy changed, else
     ``exp(F(w^t) - F(w^{t-1}))``. Where a value was not evaluated (NaN) the branch that
@@ -84,7 +84,7 @@ def adjustment(accuracy: float, last_accuracy: float, loss: float, last_loss: fl
 
 
 class GPFL(Strategy):
-    """Gradient Projection Confidence Bound selection (Algorithm 1 of 001).
+    """Gradient Projection Confidence Bound selection (Algorithm 1 of Na et al. 2024).
 
     Parameters
     ----------
@@ -124,7 +124,7 @@ class GPFL(Strategy):
     - The softmax of eq. (5) runs over the latest projection C_i of every client (0 for
       a client never observed, as Algorithm 1 initialises C).
     - mu-tilde of eq. (6) is the mean of a client's adjusted rewards over its
-      observations (001 writes the sum over rounds divided by t); n_i counts them (the
+      observations (Na et al. 2024 writes the sum over rounds divided by t); n_i counts them (the
       initial poll counts as one); n is the 1-based round number t. A client never
       observed has an infinite bound when alpha > 0.
     - The K clients with the largest bound u_i are selected, as Sec. III-B says;
@@ -157,7 +157,7 @@ class GPFL(Strategy):
                 Problem(
                     "selection.params.rounds",
                     "gpfl needs the total number of rounds T for alpha = rho t / T (eq. (7)"
-                    " of 001): set fl.rounds or selection.params.rounds",
+                    " of Na et al. 2024): set fl.rounds or selection.params.rounds",
                 )
             )
         return problems

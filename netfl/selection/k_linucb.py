@@ -1,10 +1,10 @@
-"""k-LinUCB: linear UCB on data contexts, top k (the baseline of 004_1839f3fcd266bde6.txt).
+"""k-LinUCB: linear UCB on data contexts, top k (the baseline of Cao et al. 2022).
 
 LinUCB (Li, Chu, Langford, Schapire, WWW 2010) with one parameter vector shared by all
-clients, as 004 describes its k-LinUCB baseline: "assumes a linear relationship between
+clients, as Cao et al. 2022 describes its k-LinUCB baseline: "assumes a linear relationship between
 reward and feature vector, and selects k clients with top k expected rewards. The
 observed rewards are then used to renew parameters in the linear function through
-regression." The reward is the client utility of eq. (2) of 004.
+regression." The reward is the client utility of eq. (2) of Cao et al. 2022.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class KLinUCB(Strategy):
         Width of the confidence bound, in reward units. Rewards are utilities on the
         scale of a training loss (about 1 to 3 early in training), so alpha must be of
         that order or the strategy stops exploring after its first rewards; the default
-        2 is an assumption (004 does not give k-LinUCB's settings).
+        2 is an assumption (Cao et al. 2022 does not give k-LinUCB's settings).
     reg
         Ridge regularisation lambda: A = lambda I + sum x x^T, b = sum r x, and
         theta = A^{-1} b, the closed-form ridge regression of the observed rewards.

@@ -1,4 +1,4 @@
-"""MAB-based client selection, MAB-CS (002_27b575cdfe8e08e6.txt Sec. III-B, III-C).
+"""MAB-based client selection, MAB-CS (Yoshida et al. 2020 Sec. III-B, III-C).
 
 Each client is an arm; N_k counts how often client k has been selected and sum(N_k) is
 the total over all clients. The UCB amendment sqrt(log(sum N_k) / (2 N_k)) of eq. (3) is
@@ -26,7 +26,7 @@ from netfl.selection.tinc import greedy_schedule, observed_increments, t_inc
 
 
 def ucb_bonus(n_selected: np.ndarray, total_selections: float) -> np.ndarray:
-    """sqrt(log(sum N_k) / (2 N_k)), eqs. (3)-(6) of 002; +inf where N_k = 0."""
+    """sqrt(log(sum N_k) / (2 N_k)), eqs. (3)-(6) of Yoshida et al. 2020; +inf where N_k = 0."""
     n = np.asarray(n_selected, dtype=float)
     log_total = np.log(total_selections) if total_selections > 0 else 0.0
     with np.errstate(divide="ignore"):
@@ -64,7 +64,8 @@ class NaiveMABCS(_MABCS):
     Parameters
     ----------
     alpha
-        Weight that brings T_inc to the scale of the UCB term (1000 in 002, "similar to
+        Weight that brings T_inc to the scale of the UCB term (1000 in Yoshida et al. 2020,
+        "similar to
         T_inc").
     """
 
@@ -109,12 +110,13 @@ class ElementwiseMABCS(_MABCS):
     selected (tau = -inf) are scheduled first, in random order, with zero times.
     ``scores()`` of the candidates tried before: ``tau_update``, ``tau_upload`` and
     ``ucb`` = f(S, k) of eq. (7) for the empty schedule S, -(max(tau^UL, 0) +
-    max(tau^UD, 0) + tau^UL) (002 Fig. 4 plots this score).
+    max(tau^UD, 0) + tau^UL) (Yoshida et al. 2020 Fig. 4 plots this score).
 
     Parameters
     ----------
     beta
-        Weight that brings the times to the scale of the UCB term (50 in 002, "similar to
+        Weight that brings the times to the scale of the UCB term (50 in Yoshida et al. 2020,
+        "similar to
         t^UL and t^UD" without fluctuation).
     """
 

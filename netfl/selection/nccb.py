@@ -1,4 +1,4 @@
-"""NCCB: neural contextual combinatorial bandit selection (004_1839f3fcd266bde6.txt).
+"""NCCB: neural contextual combinatorial bandit selection (Cao et al. 2022).
 
 Cao, Pan, Zhu, Liu, "Birds of a Feather Help: Context-aware Client Selection for
 Efficient Federated Learning". Each client reports a privacy-preserving context of its
@@ -7,7 +7,7 @@ data, computed on the device with locality-sensitive hashing
 context; while fewer than m clusters are explored, it picks one random client from
 each of m random unexplored clusters; the rest of the budget goes to the clients with
 the largest neural upper confidence bound on their utility (eqs. (9)-(14)), the
-network being trained on the observed utilities (eq. (2)). Algorithm 1 of 004.
+network being trained on the observed utilities (eq. (2)). Algorithm 1 of Cao et al. 2022.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from netfl.selection.ranking import by_client, top_k
 
 
 class NCCB(Strategy):
-    """Cluster exploration, then neural UCB on contexts (Algorithm 1 of 004).
+    """Cluster exploration, then neural UCB on contexts (Algorithm 1 of Cao et al. 2022).
 
     Parameters
     ----------

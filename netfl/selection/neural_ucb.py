@@ -1,10 +1,10 @@
-"""NCCB's neural reward estimator with an upper confidence bound (004, eqs. (9)-(14)).
+"""NCCB's neural reward estimator with an upper confidence bound (Cao et al. 2022, eqs. (9)-(14)).
 
 A small ReLU network in numpy (no torch: a few hundred parameters, CPU, seeded from the
-strategy's generator), following NeuralUCB (Zhou, Li, Gu 2020), which 004 builds on:
+strategy's generator), following NeuralUCB (Zhou, Li, Gu 2020), which Cao et al. 2022 builds on:
 
 - f(x; theta) = sqrt(w) W_L relu(W_{L-1} ... relu(W_1 x)) (eq. (9)); the sqrt factor is
-  sqrt of the network width w, as in NeuralUCB (004 reuses the letter m).
+  sqrt of the network width w, as in NeuralUCB (Cao et al. 2022 reuses the letter m).
 - Initialisation: W_l = [[W, 0], [0, W]] with W ~ N(0, 4/w) for l < L (eq. (11)) and
   W_L = (w^T, -w^T) with w ~ N(0, 2/w) (eq. (12)). W_1's blocks take half the input
   each; an odd-sized input is padded with a zero.

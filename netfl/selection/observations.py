@@ -5,15 +5,17 @@ in the resource request, aligned with ``ctx.candidates``):
 
 ``mu``
     Available CPU ratio of the client this round (1.0 = one full CPU; may exceed 1), the
-    mu_{t,n} of 003_ad2362771f4d0a3d.txt Sec. 4.4.2.
+    mu_{t,n} of Huang et al. 2021 Sec. 4.4.2.
 ``bandwidth_hz``
-    Bandwidth allocated to the client's upload this round, Hz (B_{t,n} in 003).
+    Bandwidth allocated to the client's upload this round, Hz (B_{t,n} in Huang et al. 2021).
 ``cold_start``
     1.0 if the client was *not* selected in the previous round (it must load its data
-    again), else 0.0: the s_{t,n} of 003 eq. (14), whose coefficient is the cold-start time.
+    again), else 0.0: the s_{t,n} of Huang et al. 2021 eq. (14), whose coefficient is the
+    cold-start time.
 ``expected_exchange_time_s``
     Oracle knowledge for scenarios that allow it: the true expected model exchange time
-    c^T theta* of the client this round, seconds (003 Sec. 6.1, the "FedCS(3)" baseline with
+    c^T theta* of the client this round, seconds (Huang et al. 2021 Sec. 6.1, the "FedCS(3)"
+    baseline with
     full knowledge). Only the ``fedcs_deadline`` strategy reads it.
 """
 
@@ -52,7 +54,7 @@ def times_or_round_time(times_s: np.ndarray, feedback: RoundFeedback) -> np.ndar
     deadline, dropped out) was still busy when the round closed, so the learning
     strategies charge it ``feedback.round_time_s`` for each unobserved step: a penalty of
     one round, which keeps a client that never reports from looking fast. Without a
-    deadline and without dropouts (the setting of 002_27b575cdfe8e08e6.txt) every
+    deadline and without dropouts (the setting of Yoshida et al. 2020) every
     selected client reports and this changes nothing.
     """
     times_s = np.asarray(times_s, dtype=float)

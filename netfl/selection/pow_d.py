@@ -1,7 +1,7 @@
 """Power-of-choice selection: pow-d and its communication-free variant rpow-d.
 
 Cho, Wang, Joshi, "Client Selection in Federated Learning: Convergence Analysis and
-Power-of-Choice Selection Strategies" (2020), as summarised in 000_dfbad22c59539edc.txt
+Power-of-Choice Selection Strategies" (2020), as summarised in Cho et al. 2020
 Sec. II-B: the server draws a candidate set A of d >= m clients without replacement with
 probability p_k = D_k / sum_j D_j, and selects the m clients of A with the largest local
 loss F_k(w) of the current global model.
@@ -9,7 +9,7 @@ loss F_k(w) of the current global model.
 - ``pow_d`` polls the d clients for F_k(w): one extra exchange per round (global model
   down, one number up), which the server simulates (see ``Strategy.choose_polled``).
 - ``rpow_d`` does not poll: it ranks A by each client's mean local training loss from
-  its last participation (stale, and noisy; Fig. 1 of 000, whose text calls it
+  its last participation (stale, and noisy; Fig. 1 of Cho et al. 2020, whose text calls it
   pi_tpow-d). It is not cpow-d, the computation-efficient variant of Cho et al., which
   still polls A and has each client estimate its loss on a mini-batch.
 """

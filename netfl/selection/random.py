@@ -17,7 +17,7 @@ class RandomSelection(Strategy):
     ----------
     weighted
         If true, draw without replacement with probability proportional to the clients'
-        data sizes (the p_k-proportional sampling of 000_dfbad22c59539edc.txt, pi_rand).
+        data sizes (the p_k-proportional sampling of Cho et al. 2020, pi_rand).
     """
 
     def __init__(self, weighted: bool = False) -> None:

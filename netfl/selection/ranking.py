@@ -25,7 +25,7 @@ def draw_by_size(
     """Draw ``size`` distinct candidates, successively with probability p_k ∝ data size.
 
     This is the candidate-set draw of power-of-choice (Cho et al. 2020, the pi_pow-d of
-    000_dfbad22c59539edc.txt Sec. II-B): ``numpy``'s sampling without replacement, which
+    Cho et al. 2020 Sec. II-B): ``numpy``'s sampling without replacement, which
     draws one client at a time with probability proportional to its remaining p_k. If
     every size is zero the draw is uniform.
     """

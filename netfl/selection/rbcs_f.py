@@ -1,6 +1,6 @@
-"""RBCS-F: reputation-based client selection with fairness (003_ad2362771f4d0a3d.txt).
+"""RBCS-F: reputation-based client selection with fairness (Huang et al. 2021).
 
-Per round t (Algorithm 2 of 003):
+Per round t (Algorithm 2 of Huang et al. 2021):
 
 1. contexts c_{t,n} = [1/mu_{t,n}, s_{t,n}, M/B_{t,n}] of the candidates (Sec. 4.4.2);
 2. per client, the ridge-regression estimate of theta*_n (eqs. (17)-(18)) and the lower
@@ -12,7 +12,7 @@ Per round t (Algorithm 2 of 003):
    client (eq. (6)), and H += c c^T, b += tau c for the selected clients whose exchange
    time tau was observed (lines 15-16).
 
-Sign of s: 003 describes s_{t,n} as "if client n has participated in the last round",
+Sign of s: Huang et al. 2021 describes s_{t,n} as "if client n has participated in the last round",
 but its coefficient tau^s is the cold-start (data preparation) time that clients "who did
 not undertake the previous round" pay. netfl follows the model: s = 1 when the client was
 *not* selected in the previous round (feature ``cold_start``), so c^T theta* adds tau^s
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 def lemma1_alpha(
     t: int, ridge_lambda: float, noise_r: float, theta_s: float, context_l: float, delta: float
 ) -> float:
-    """alpha_t = R sqrt(3 log((1 + t L^2 / lambda) / delta)) + lambda^(1/2) S (Lemma 1 of 003)."""
+    """alpha_t = R sqrt(3 log((1 + t L^2 / lambda) / delta)) + lambda^(1/2) S (Lemma 1 of Huang et
+    al. 2021)."""
     inner = (1.0 + t * context_l**2 / ridge_lambda) / delta
     return noise_r * math.sqrt(3.0 * math.log(inner)) + math.sqrt(ridge_lambda) * theta_s
 
@@ -59,7 +60,7 @@ def lemma1_alpha(
 def lower_confidence_bounds(
     h: np.ndarray, b: np.ndarray, contexts: np.ndarray, alpha_t: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(tau_hat, tau_bar) per client from its ridge statistics, eqs. (18)-(19) of 003.
+    """(tau_hat, tau_bar) per client from its ridge statistics, eqs. (18)-(19) of Huang et al. 2021.
 
     ``h`` is (n, d, d), ``b`` (n, d), ``contexts`` (n, d). theta_hat = H^-1 b, tau_hat =
     c^T theta_hat, tau_bar = max{tau_hat - alpha_t sqrt(c^T H^-1 c), 0}.
@@ -74,7 +75,8 @@ def lower_confidence_bounds(
 
 
 def divide_and_conquer(tau_bar: np.ndarray, backlog: np.ndarray, k: int, v: float) -> np.ndarray:
-    """Algorithm 1 of 003: positions of the set solving P4 (eq. (21)) among the given clients.
+    """Algorithm 1 of Huang et al. 2021: positions of the set solving P4 (eq. (21)) among the given
+    clients.
 
     For each candidate bound tau_max (every distinct tau_bar), the sub-problem P4-SUB
     (eq. (22)) takes the k clients of largest backlog Z among those with tau_bar <=
@@ -96,7 +98,7 @@ def divide_and_conquer(tau_bar: np.ndarray, backlog: np.ndarray, k: int, v: floa
 
 
 class RBCSF(Strategy):
-    """RBCS-F of 003 (Algorithm 2); see the module docstring.
+    """RBCS-F of Huang et al. 2021 (Algorithm 2); see the module docstring.
 
     Parameters
     ----------
@@ -111,12 +113,12 @@ class RBCSF(Strategy):
     ridge_lambda
         Ridge-regression regulariser lambda (H_0 = lambda I, eq. (18)).
     alpha
-        Exploration factor alpha_t, constant (Table 2 of 003: 0.1).
+        Exploration factor alpha_t, constant (Table 2 of Huang et al. 2021: 0.1).
     alpha_schedule
         ``"constant"`` (alpha) or ``"lemma1"``: alpha_t of Lemma 1 from ``noise_r`` (R),
         ``theta_bound`` (S >= ||theta*||), ``context_bound`` (L >= ||c||) and ``delta``.
     noise_r
-        R of Lemma 1 (003): the sub-Gaussian scale of the exchange-time noise, seconds
+        R of Lemma 1 (Huang et al. 2021): the sub-Gaussian scale of the exchange-time noise, seconds
         (with ``alpha_schedule: lemma1``).
     theta_bound
         S of Lemma 1: a bound on ||theta*|| (with ``alpha_schedule: lemma1``).
@@ -177,7 +179,8 @@ class RBCSF(Strategy):
         return lemma1_alpha(round_ + 1, self.ridge_lambda, *self._lemma1)
 
     def contexts(self, ctx: SelectionContext) -> np.ndarray:
-        """c_{t,n} = [1/mu, s, M/B] per candidate (Sec. 4.4.2 of 003), shape (n, 3)."""
+        """c_{t,n} = [1/mu, s, M/B] per candidate (Sec. 4.4.2 of Huang et al. 2021), shape (n,
+        3)."""
         mu = require_feature(ctx, MU, "rbcs_f")
         bandwidth_hz = require_feature(ctx, BANDWIDTH_HZ, "rbcs_f")
         if COLD_START in ctx.features:

@@ -1,6 +1,6 @@
 """FedCS scheduling: the round-time increment T_inc and the greedy of Algorithm 1.
 
-From 002_27b575cdfe8e08e6.txt Sec. III-A. Selected clients download the model (the
+From Yoshida et al. 2020 Sec. III-A. Selected clients download the model (the
 distribution takes T^d_S, the longest of their times), update in parallel, then upload one
 after another in selection order. ``t`` is the estimated round time of the schedule so far
 (``t - T^d_S`` is how long the sequential uploads have run after the distribution), and
@@ -77,13 +77,15 @@ def greedy_schedule(
     deadline_s: float | None = None,
     first: np.ndarray | None = None,
 ) -> Schedule:
-    """Algorithm 1 of 002_27b575cdfe8e08e6.txt with f(S, k) = -T_inc(S, k).
+    """Algorithm 1 of Yoshida et al. 2020 with f(S, k) = -T_inc(S, k).
 
     Repeatedly adds the client with the smallest T_inc (ties: the earliest position, so
     callers shuffle the candidates to break ties at random). It stops at ``budget``
-    clients (the S_round form of 002) or, when ``deadline_s`` is given, at the first client
+    clients (the S_round form of Yoshida et al. 2020) or, when ``deadline_s`` is given, at the
+    first client
     whose addition would end the schedule after the deadline: the original FedCS rule
-    (ref. [5] of 002) that maximises the number of clients finishing by the deadline.
+    (ref. [5] of Yoshida et al. 2020) that maximises the number of clients finishing by the
+    deadline.
     Stopping there is exact: the rejected client had the smallest T_inc for the current S,
     so every other client would end later still.
 

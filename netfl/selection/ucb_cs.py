@@ -1,4 +1,4 @@
-"""UCB-CS: discounted-UCB client selection on local losses (000_dfbad22c59539edc.txt).
+"""UCB-CS: discounted-UCB client selection on local losses (Cho et al. 2020).
 
 Cho, Gupta, Joshi, Yağan, "Bandit-based Communication-Efficient Client Selection
 Strategies for Federated Learning". Clients are arms; the reward of a selected client is
@@ -23,7 +23,7 @@ from netfl.selection.signals import signal
 
 
 class UCBCS(Strategy):
-    """Discounted UCB on local losses, weighted by data size (Algorithm 1 of 000).
+    """Discounted UCB on local losses, weighted by data size (Algorithm 1 of Cho et al. 2020).
 
     Parameters
     ----------

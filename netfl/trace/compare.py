@@ -30,7 +30,7 @@ CRN_NOTE = (
 #: Per-run metrics compared; the order of the comparison table's columns.
 METRICS = ("final_accuracy", "time_to_target_s", "sim_time_s", "rounds", "fairness_jain")
 #: Metrics compared only where a run has them: ``loss_jain``, Jain's index of the clients'
-#: losses at the last evaluation (eq. (3) of 000; runs with ``learning.fairness_loss``).
+#: losses at the last evaluation (eq. (3) of Cho et al. 2020; runs with ``learning.fairness_loss``).
 OPTIONAL_METRICS = ("loss_jain",)
 #: Client columns that common random numbers keep identical across paired runs.
 SHARED_CLIENT_COLUMNS = ("x_m", "y_m", "rate_ul_bps", "rate_dl_bps", "n_samples", "compute_sps")

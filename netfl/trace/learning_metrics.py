@@ -1,13 +1,13 @@
-"""Participation metrics of learning-aware selection (001_67fd41493d1b216a.txt Figs. 4-5).
+"""Participation metrics of learning-aware selection (Na et al. 2024 Figs. 4-5).
 
 - :func:`distinct_selected`: how many clients were selected at least once, after each
-  round (Fig. 4 of 001);
+  round (Fig. 4 of Na et al. 2024);
 - :func:`selection_frequency_histogram`: how many clients were selected exactly f times
-  (Fig. 5 of 001);
+  (Fig. 5 of Na et al. 2024);
 - :func:`client_loss_matrix`, :func:`loss_fairness` and :func:`weighted_loss`: the clients'
   losses F_k(w) of the global model at each evaluation (the ``client_loss`` timeline rows
   of ``learning.fairness_loss``), their Jain index J(w) (eq. (3) of
-  000_dfbad22c59539edc.txt) and the global objective F(w) = sum_k p_k F_k(w) (eq. (1)).
+  Cho et al. 2020) and the global objective F(w) = sum_k p_k F_k(w) (eq. (1)).
 
 ``selected`` arguments take the ``selected`` column of ``rounds.parquet``
 (one list of client ids per round, in round order).
@@ -24,7 +24,8 @@ from netfl.trace.metrics import jain_index, selection_counts
 
 
 def distinct_selected(selected: Iterable[Sequence[int]], n_clients: int) -> np.ndarray:
-    """Number of distinct clients selected at least once, after each round (001 Fig. 4)."""
+    """Number of distinct clients selected at least once, after each round (Na et al. 2024 Fig.
+    4)."""
     ever = np.zeros(n_clients, dtype=bool)
     out = []
     for ids in selected:
@@ -34,7 +35,7 @@ def distinct_selected(selected: Iterable[Sequence[int]], n_clients: int) -> np.n
 
 
 def selection_frequency_histogram(selected: Iterable[Sequence[int]], n_clients: int) -> np.ndarray:
-    """``hist[f]`` = number of clients selected in exactly f rounds (001 Fig. 5)."""
+    """``hist[f]`` = number of clients selected in exactly f rounds (Na et al. 2024 Fig. 5)."""
     return np.bincount(selection_counts(selected, n_clients))
 
 
@@ -53,13 +54,14 @@ def client_loss_matrix(timeline: pd.DataFrame) -> pd.DataFrame:
 
 
 def loss_fairness(matrix: pd.DataFrame) -> pd.Series:
-    """Jain's index J(w) of the clients' losses at each evaluation (eq. (3) of 000)."""
+    """Jain's index J(w) of the clients' losses at each evaluation (eq. (3) of Cho et al. 2020)."""
     values = [jain_index(row) for row in matrix.to_numpy(float)]
     return pd.Series(values, index=matrix.index, name="loss_jain", dtype=float)
 
 
 def weighted_loss(matrix: pd.DataFrame, n_samples: Sequence[float] | np.ndarray) -> pd.Series:
-    """The global objective F(w) = sum_k p_k F_k(w), p_k = D_k / sum_j D_j (eq. (1) of 000).
+    """The global objective F(w) = sum_k p_k F_k(w), p_k = D_k / sum_j D_j (eq. (1) of Cho et al.
+    2020).
 
     ``n_samples`` is indexed by client id (``clients.parquet``'s ``n_samples``); a client
     whose loss is NaN (no data) is left out and the others' weights renormalised.

@@ -3,12 +3,12 @@
 Same conventions as :mod:`netfl.trace.plots` (runs of one configuration drawn as their
 mean over seeds with a band; figures made without pyplot):
 
-- :func:`global_loss`: F(w) = sum_k p_k F_k(w) (eq. (1) of 000_dfbad22c59539edc.txt)
+- :func:`global_loss`: F(w) = sum_k p_k F_k(w) (eq. (1) of Cho et al. 2020)
   against rounds or simulated time (UCB-CS Fig. 1); needs ``learning.fairness_loss``;
 - :func:`loss_fairness`: Jain's index of the clients' losses at each evaluation (eq. (3)
-  of 000; Table I gives its final value);
+  of Cho et al. 2020; Table I gives its final value);
 - :func:`distinct_selected`: clients selected at least once over rounds (GPFL Fig. 4,
-  001_67fd41493d1b216a.txt);
+  Na et al. 2024);
 - :func:`selection_histogram`: how many clients were selected f times (GPFL Fig. 5).
 """
 
@@ -73,7 +73,8 @@ def _per_run_curves(
 def global_loss(
     runs: RunsLike, x: Axis = "round", band: str | None = "ci", points: int = 400
 ) -> Figure:
-    """The global objective F(w) = sum_k p_k F_k(w) after each evaluation (000 Fig. 1)."""
+    """The global objective F(w) = sum_k p_k F_k(w) after each evaluation (Cho et al. 2020 Fig.
+    1)."""
     title = "Global loss vs " + ("simulated time" if x == "time" else "round")
     return _per_run_curves(runs, "global_loss", "global loss F(w)", title, x, band, points)
 
@@ -81,20 +82,21 @@ def global_loss(
 def loss_fairness(
     runs: RunsLike, x: Axis = "round", band: str | None = "ci", points: int = 400
 ) -> Figure:
-    """Jain's index J(w) of the clients' losses after each evaluation (000 eq. (3))."""
+    """Jain's index J(w) of the clients' losses after each evaluation (Cho et al. 2020 eq. (3))."""
     title = "Loss fairness vs " + ("simulated time" if x == "time" else "round")
     return _per_run_curves(runs, "loss_fairness", "Jain's index of F_k(w)", title, x, band, points)
 
 
 def distinct_selected(runs: RunsLike, band: str | None = "ci") -> Figure:
-    """Clients selected at least once after each round (001 Fig. 4)."""
+    """Clients selected at least once after each round (Na et al. 2024 Fig. 4)."""
     return _per_run_curves(
         runs, "distinct_selected", "clients selected at least once", "Coverage", "round", band, 0
     )
 
 
 def selection_histogram(runs: RunsLike) -> Figure:
-    """Number of clients selected exactly f times, pooled over each configuration (001 Fig. 5)."""
+    """Number of clients selected exactly f times, pooled over each configuration (Na et al. 2024
+    Fig. 5)."""
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     for label, group in groups(runs):

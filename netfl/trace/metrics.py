@@ -1,6 +1,6 @@
 """Fairness and bandit metrics computed from a run's tables.
 
-* Jain's fairness index (eq. (3) of 000_dfbad22c59539edc.txt) of any per-client quantity:
+* Jain's fairness index (eq. (3) of Cho et al. 2020) of any per-client quantity:
   selection counts, local losses F_k(w), ...;
 * per-client selection (or completion) counts, and Jain's index of the cumulative counts
   after every round;
@@ -23,7 +23,8 @@ import pandas as pd
 
 
 def jain_index(values: Sequence[float] | np.ndarray) -> float:
-    """J = (1/K) [sum_k (x_k / sum_i x_i)^2]^-1 = (sum x)^2 / (K sum x^2), eq. (3) of 000.
+    """J = (1/K) [sum_k (x_k / sum_i x_i)^2]^-1 = (sum x)^2 / (K sum x^2), eq. (3) of Cho et al.
+    2020.
 
     1/K <= J <= 1 for non-negative x, 1 when all are equal, 1/K when one client has
     everything. NaN entries are left out (K counts the others); NaN if nothing is left
@@ -74,7 +75,8 @@ def score_matrix(strategy: pd.DataFrame, score: str) -> pd.DataFrame:
 
 
 def backlogs(strategy: pd.DataFrame) -> pd.DataFrame:
-    """RBCS-F virtual-queue backlogs Z_{t,n} per round (eq. (6) of 003), round x client."""
+    """RBCS-F virtual-queue backlogs Z_{t,n} per round (eq. (6) of Huang et al. 2021), round x
+    client."""
     return score_matrix(strategy, "backlog")
 
 

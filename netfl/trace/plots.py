@@ -14,23 +14,25 @@ Strategy records (:func:`backlogs`, :func:`score_convergence`) are read from a r
 ``strategy.parquet`` or from any DataFrame in its long format (``netfl/trace/strategy.py``):
 one row per (round, score, client) with the columns ``round``, ``client``, ``score`` (the
 name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
-``Z_{t,n}`` (score ``backlog``, eq. (6) of 003_ad2362771f4d0a3d.txt) or UCB indices
+``Z_{t,n}`` (score ``backlog``, eq. (6) of Huang et al. 2021) or UCB indices
 (``ucb``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
 from netfl.trace import metrics
-from netfl.trace.drawing import RunsLike, draw_mean, finish, groups, message
+from netfl.trace.drawing import RunsLike, as_runs, draw_mean, finish, groups, message
 from netfl.trace.phases import PHASES
 from netfl.trace.run import Run
 
@@ -54,9 +56,22 @@ def accuracy_vs_time(runs: RunsLike, band: str | None = "ci", points: int = 400)
         grid = np.linspace(0.0, end, points)
         matrix = np.vstack([r.accuracy_at(grid) for r in group])
         draw_mean(ax, grid, matrix, label, band, step=True, clip=(0.0, 1.0))
+    _target_lines(ax, runs)
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("test accuracy")
     return finish(fig, ax, "Accuracy vs simulated time")
+
+
+def _target_lines(ax: Axes, runs: RunsLike) -> None:
+    """A dashed line at each target accuracy the runs were given (learning.target_accuracy)."""
+    targets = set()
+    for run in as_runs(runs):
+        learning = run.scenario_dict.get("learning") or {}
+        target = learning.get("target_accuracy") if isinstance(learning, dict) else None
+        if isinstance(target, int | float) and 0 < target <= 1:
+            targets.add(float(target))
+    for target in sorted(targets):
+        ax.axhline(target, color="0.4", ls="--", lw=0.8, label=f"target {target:.0%}")
 
 
 def _by_round(group: list[Run], column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +80,7 @@ def _by_round(group: list[Run], column: str) -> tuple[np.ndarray, np.ndarray]:
     for i, r in enumerate(group):
         values = r.rounds.sort_values("round")[column].to_numpy(float)
         matrix[i, : len(values)] = values
-    return np.arange(1, n_rounds + 1), matrix
+    return np.arange(n_rounds), matrix  # the round index, 0-based as in rounds.parquet
 
 
 def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
@@ -76,6 +91,7 @@ def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
         x, matrix = _by_round(group, "accuracy")
         keep = np.any(np.isfinite(matrix), axis=0)
         draw_mean(ax, x[keep], matrix[:, keep], label, band, step=False, clip=(0.0, 1.0))
+    _target_lines(ax, runs)
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -89,8 +105,8 @@ def round_times(runs: RunsLike, band: str | None = "ci") -> Figure:
     for label, group in groups(runs):
         x, ends = _by_round(group, "t_end_s")
         _, starts = _by_round(group, "t_start_s")
-        draw_mean(left, x, ends, label, band, step=False)
-        draw_mean(right, x, ends - starts, label, band, step=False)
+        draw_mean(left, x, ends, label, band, step=False, clip=(0.0, math.inf))
+        draw_mean(right, x, ends - starts, label, band, step=False, clip=(0.0, math.inf))
     left.set(xlabel="round", ylabel="cumulative simulated time (s)")
     right.set(xlabel="round", ylabel="round duration (s)")
     for ax in (left, right):
@@ -187,6 +203,8 @@ def selection_heatmap(run: Run) -> Figure:
     bar = fig.colorbar(image, ax=ax, ticks=[0, 1, 2])
     bar.ax.set_yticklabels(["not selected", "selected, cut", "arrived"])
     ax.set(xlabel="round", ylabel="client")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return finish(fig, ax, f"Selections ({run.id})", legend=False)
 
 
@@ -206,6 +224,7 @@ def pull_counts(runs: RunsLike) -> Figure:
             label=f"{label} (Jain {fairness:.3f})",
         )
     ax.set(xlabel="client", ylabel="times selected")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return finish(fig, ax, "Pull counts")
 
 
@@ -301,14 +320,14 @@ def _per_client_lines(data: Run | pd.DataFrame, score: str | None, title: str) -
 
 
 def backlogs(data: Run | pd.DataFrame, score: str = "backlog") -> Figure:
-    """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), 003_ad2362771f4d0a3d.txt)."""
+    """RBCS-F virtual-queue backlogs per client over rounds (eq. (6), Huang et al. 2021)."""
     return _per_client_lines(data, score, "Virtual-queue backlogs")
 
 
 def backlog_means(runs: RunsLike, score: str = "backlog", band: str | None = "ci") -> Figure:
     """Mean backlog over the clients per round, one curve (mean over seeds) per configuration.
 
-    Compares RBCS-F's queues across settings (003_ad2362771f4d0a3d.txt Fig. 2: larger V
+    Compares RBCS-F's queues across settings (Huang et al. 2021 Fig. 2: larger V
     converges more slowly to a higher backlog); runs whose strategy records no ``score``
     (random, FedCS) are left out.
     """

@@ -52,8 +52,9 @@ def rb_usage(timeline: pd.DataFrame, n_rb_total: float | None = None) -> pd.Data
     if events.empty:
         kinds = sorted(set(timeline["kind"].astype(str)))
         raise MissingDataError(
-            f"the timeline has no '{RB_KIND}' events (kinds present: {', '.join(kinds)}): "
-            "this run's radio model does not allocate resource blocks"
+            f"the timeline has no '{RB_KIND}' events (kinds present: {', '.join(kinds)}):"
+            " the RB log is off (radio.record_rb_allocations: true records it) or the"
+            " run's radio does not allocate resource blocks (radio.model: fixed)"
         )
     events = events.sort_values("t_s", kind="stable")
     held = events["n_rb"].astype(float)

@@ -71,7 +71,7 @@ class _Page:
         self.parts.append(frame.to_html(index=index, float_format=lambda v: f"{v:.4g}", na_rep="-"))
         if name is not None:
             path = self.folder / f"{name}.csv"
-            write_text(path, frame.to_csv(index=index))
+            write_text(path, _flat(frame, index).to_csv(index=False))
             self.files.append(path)
 
     def figure(self, name: str, make: Callable[[], Figure]) -> None:
@@ -116,8 +116,13 @@ def run_summary(run: Run) -> pd.DataFrame:
     rows.append(("fairness_jain (selection counts)", run.fairness()))
     if compare.has_client_losses(run):
         rows.append(("loss_jain (clients' losses, last evaluation)", run.loss_fairness().iloc[-1]))
-    shown = [(k, _show(v)) for k, v in rows]
-    return pd.DataFrame(shown, columns=["quantity", "value"])
+    return pd.DataFrame(rows, columns=["quantity", "value"])
+
+
+def readable_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary for people: each value with its unit and a few digits (3.62 Mbit/s)."""
+    shown = [_show(v, str(k)) for k, v in zip(summary["quantity"], summary["value"], strict=True)]
+    return pd.DataFrame({"quantity": summary["quantity"], "value": shown})
 
 
 def radio_rows(radio: dict[str, Any]) -> list[tuple[str, object]]:
@@ -143,10 +148,34 @@ def radio_rows(radio: dict[str, Any]) -> list[tuple[str, object]]:
     return rows
 
 
-def _show(value: object) -> str:
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.6g}"
-    return str(value)
+def _flat(frame: pd.DataFrame, index: bool) -> pd.DataFrame:
+    """One header line for CSV readers: MultiIndex columns joined (``compute_s_mean``), the
+    index as ordinary columns."""
+    flat = frame.copy()
+    if isinstance(flat.columns, pd.MultiIndex):
+        flat.columns = ["_".join(str(p) for p in col if str(p)) for col in flat.columns]
+    return flat.reset_index() if index else flat
+
+
+#: Readable units for the summary's quantities, by the key's unit suffix.
+_SCALES = (
+    ("_bps", ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bit/s"))),
+    ("_bits", ((8e9, "GB"), (8e6, "MB"), (8e3, "kB"), (1.0, "bit"))),
+    ("_s", ((1.0, "s"),)),
+)
+
+
+def _show(value: object, key: str = "") -> str:
+    """A summary value with its unit and 3-4 significant digits: 3.62 Mbit/s, not 3.62e+06."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    for suffix, units in _SCALES:
+        if key.endswith(suffix):
+            factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
+            return f"{value / factor:,.3g} {unit}" if factor > 1 else f"{value:,.4g} {unit}"
+    return f"{value:,.4g}" if isinstance(value, float) else str(value)
 
 
 def phase_statistics(run: Run) -> pd.DataFrame:
@@ -166,7 +195,10 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     folder = prepare_report_dir(Path(out) if out else run.path / "report", force)
     page = _Page(folder, f"netfl run {run.id}")
     page.heading("Summary")
-    page.table(run_summary(run), "summary", index=False)
+    summary = run_summary(run)
+    page.table(readable_summary(summary), index=False)
+    write_text(folder / "summary.csv", summary.to_csv(index=False))
+    page.files.append(folder / "summary.csv")
     page.heading("Accuracy")
     page.figure("accuracy_vs_time", lambda: plots.accuracy_vs_time(run))
     page.figure("accuracy_vs_round", lambda: plots.accuracy_vs_round(run))
@@ -179,7 +211,14 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("round_times", lambda: plots.round_times(run))
     page.figure("gantt", lambda: plots.gantt(run))
     page.table(phase_statistics(run), "phases")
-    page.figure("rb_occupancy", lambda: plots.rb_occupancy(run))
+    radio = run.scenario_dict.get("radio") or {}
+    if radio.get("record_rb_allocations"):
+        page.figure("rb_occupancy", lambda: plots.rb_occupancy(run))
+    else:
+        page.text(
+            "Resource-block occupancy: not recorded (radio.record_rb_allocations is off;"
+            " set it to true to draw this panel)."
+        )
     page.heading("Selection")
     page.figure("selection_heatmap", lambda: plots.selection_heatmap(run))
     page.figure("pull_counts", lambda: plots.pull_counts(run))

@@ -210,17 +210,17 @@ class Run:
         return counts.astype("int64")
 
     def fairness(self) -> float:
-        """Jain's index of the per-client selection counts (eq. (3), 000_dfbad22c59539edc.txt)."""
+        """Jain's index of the per-client selection counts (eq. (3), Cho et al. 2020)."""
         return metrics.jain_index(self.selection_counts().to_numpy())
 
     def distinct_selected(self) -> pd.Series:
-        """Clients selected at least once, after each round (001_67fd41493d1b216a.txt Fig. 4)."""
+        """Clients selected at least once, after each round (Na et al. 2024 Fig. 4)."""
         rounds = self.rounds.sort_values("round")
         counts = learning_metrics.distinct_selected(rounds["selected"], len(self.clients))
         return pd.Series(counts, index=pd.Index(rounds["round"], name="round"), name="distinct")
 
     def selection_histogram(self) -> pd.Series:
-        """Number of clients selected in exactly f rounds, indexed by f (001 Fig. 5)."""
+        """Number of clients selected in exactly f rounds, indexed by f (Na et al. 2024 Fig. 5)."""
         counts = np.bincount(self.selection_counts().to_numpy())
         return pd.Series(counts, index=pd.Index(range(len(counts)), name="times"), name="clients")
 
@@ -238,11 +238,13 @@ class Run:
         return matrix
 
     def loss_fairness(self) -> pd.Series:
-        """Jain's index of the clients' losses at each evaluation (eq. (3) of 000), by round."""
+        """Jain's index of the clients' losses at each evaluation (eq. (3) of Cho et al. 2020), by
+        round."""
         return learning_metrics.loss_fairness(self.client_losses())
 
     def global_loss(self) -> pd.Series:
-        """F(w) = sum_k p_k F_k(w) at each evaluation, by round (eq. (1) of 000): the global
+        """F(w) = sum_k p_k F_k(w) at each evaluation, by round (eq. (1) of Cho et al. 2020): the
+        global
         training objective with ``fairness_loss: train``."""
         sizes = self.clients.sort_values("client")["n_samples"].to_numpy(float)
         return learning_metrics.weighted_loss(self.client_losses(), sizes)
