@@ -22,7 +22,7 @@ from pathlib import Path
 COMMANDS = [
     ["--help"],
     ["validate", "quickstart"],
-    ["validate", "mab_cs_paper"],
+    ["validate", "mab_cs_paper", "--set", "learning=none"],
     ["list", "strategies"],
 ]
 

@@ -186,7 +186,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     source, _ = resolve_source(args.scenario)
     try:
-        scenario = load_scenario(args.scenario, args.overrides)
+        scenario = load_scenario(args.scenario, args.overrides, check_data=True)
     except ScenarioError as exc:
         for line in exc.lines():
             print(f"error: {line}", file=sys.stderr)

@@ -17,8 +17,9 @@ import yaml
 from pydantic import ValidationError
 
 from netfl.config import Scenario
+from netfl.config.base import closest
 from netfl.errors import Problem, ScenarioError, ScenarioWarning
-from netfl.validation import scenario_problems
+from netfl.validation import name_problems, scenario_problems
 from netfl.yaml_guard import check_limits, check_size
 
 BUILTIN_PACKAGE = "netfl.scenarios"
@@ -49,9 +50,13 @@ def resolve_source(spec: str | None) -> tuple[str, str]:
     resource = importlib.resources.files(BUILTIN_PACKAGE) / f"{name}.yaml"
     if "/" not in spec and resource.is_file():
         return f"<built-in {name}>", resource.read_text(encoding="utf-8")
-    known = ", ".join(builtin_scenarios())
+    names = list(builtin_scenarios())
+    close = closest(name, names)
+    hint = f"did you mean '{close}'? " if close else ""
     raise ScenarioError.single(
-        None, f"no such file, and no built-in scenario of that name (built-in: {known})", spec
+        None,
+        f"no such file, and no built-in scenario of that name ({hint}built-in: {', '.join(names)})",
+        spec,
     )
 
 
@@ -200,6 +205,28 @@ def _clean_loc(loc: Iterable[int | str], data: Any) -> list[str]:
     return parts
 
 
+#: Pydantic's error types for "this should be a mapping" (a section, a device group, ...).
+_MAPPING_ERRORS = frozenset({"model_type", "dict_type", "model_attributes_type"})
+#: The key that picks a section's variant, for ``section: value`` written as a bare name.
+_NAMED_BY = {"selection": "name", "radio": "model", "partition": "kind"}
+
+
+def _house_message(item: Any, parts: list[str]) -> str:
+    """Pydantic's message, or the house style for those that name Python types."""
+    if item["type"] not in _MAPPING_ERRORS:
+        return str(item["msg"])
+    section = parts[-1] if parts else "the scenario"
+    got = item.get("input")
+    message = f"expected a section (a mapping of keys), got {got!r}"
+    named_by = _NAMED_BY.get(section)
+    if named_by and isinstance(got, str):
+        message += (
+            f"; write `{section}: {{{named_by}: {got}}}`"
+            f" (or --set {'.'.join(parts)}.{named_by}={got})"
+        )
+    return message
+
+
 def validation_problems(error: ValidationError, data: dict[str, Any]) -> list[Problem]:
     """One :class:`Problem` per pydantic error, keyed like the input ``data`` (dotted)."""
     problems = []
@@ -207,7 +234,7 @@ def validation_problems(error: ValidationError, data: dict[str, Any]) -> list[Pr
         parts = _clean_loc(item["loc"], data)
         if item["type"] == "unknown_key":
             parts.append(str(item["ctx"]["key"]))
-        message = item["msg"]
+        message = _house_message(item, parts)
         for prefix in ("Value error, ", "Assertion failed, "):
             message = message.removeprefix(prefix)
         if item["type"] not in {"unknown_key", "missing"} and "input" in item:
@@ -257,6 +284,7 @@ def load_scenario(
     overrides: Sequence[str] = (),
     *,
     check_registry: bool = True,
+    check_data: bool = False,
 ) -> Scenario:
     """Load a scenario file (or built-in name), apply ``--set`` overrides and validate.
 
@@ -269,6 +297,9 @@ def load_scenario(
     check_registry
         Also check that named strategies, datasets and models exist and that the strategy
         accepts its parameters.
+    check_data
+        Also load the dataset and partition it where that can refuse the scenario (files
+        under ``learning.data_root``; a Dirichlet partition with ``n_samples``).
 
     Raises
     ------
@@ -290,6 +321,7 @@ def load_scenario(
         overrides=overrides,
         positions=key_positions(text),
         check_registry=check_registry,
+        check_data=check_data,
     )
 
 
@@ -300,6 +332,7 @@ def scenario_from_data(
     overrides: Sequence[str] = (),
     positions: dict[tuple[str, ...], tuple[int, int]] | None = None,
     check_registry: bool = True,
+    check_data: bool = False,
 ) -> Scenario:
     """Validate an already-parsed mapping (see :func:`load_scenario`)."""
     data = copy.deepcopy(data)
@@ -312,9 +345,13 @@ def scenario_from_data(
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        problems, override = locate_problems(validation_problems(exc, data), positions, applied)
+        problems = validation_problems(exc, data)
+        if check_registry:
+            flagged = {problem.key for problem in problems}
+            problems += [p for p in name_problems(data) if p.key not in flagged]
+        problems, override = locate_problems(problems, positions, applied)
         raise ScenarioError(problems, override or source) from None
-    problems = scenario_problems(scenario, check_registry=check_registry)
+    problems = scenario_problems(scenario, check_registry=check_registry, check_data=check_data)
     if problems:
         problems, override = locate_problems(problems, positions, applied)
         raise ScenarioError(problems, override or source)

@@ -9,27 +9,97 @@ scenarios are loaded (:mod:`netfl.scenario`).
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from netfl.config import Scenario, cross_checks
 from netfl.errors import Problem, ScenarioWarning
 from netfl.resources import memory_problems
 
 
-def scenario_problems(scenario: Scenario, *, check_registry: bool = True) -> list[Problem]:
+def scenario_problems(
+    scenario: Scenario, *, check_registry: bool = True, check_data: bool = False
+) -> list[Problem]:
     """Every problem of a schema-valid scenario, in one pass (empty if it can run).
 
     ``check_registry``: also check that named strategies, datasets and models exist and
-    that the strategy accepts its parameters.
+    that the strategy accepts its parameters. ``check_data``: also load the dataset and
+    partition it where that can refuse the scenario (:func:`data_problems`; ``netfl
+    validate``; ``simulate`` does it when it builds the learner, with the same message).
     """
     from netfl.radio.checks import radio_problems
 
     problems, notes = memory_problems(scenario)
     for note in notes:
         warnings.warn(note, ScenarioWarning, stacklevel=3)
+    fits = not problems
     problems += cross_checks(scenario)
     problems += radio_problems(scenario)
     if check_registry:
         from netfl.registry import registry_checks
 
         problems += registry_checks(scenario)
+        if check_data and fits and not problems:
+            problems += data_problems(scenario)
+    return problems
+
+
+def needs_data_check(scenario: Scenario) -> bool:
+    """Whether the dataset must be loaded to know the scenario can run: it is read from
+    files (``learning.data_root``), or a Dirichlet partition must find the samples the
+    devices ask for. Embedded datasets with other partitions are not loaded (start-up)."""
+    from netfl.learning import EMBEDDED_DATASETS
+
+    learning = scenario.learning
+    if learning is None or ":" in learning.dataset:
+        return False
+    with_sizes = any(group.n_samples is not None for group in scenario.devices.groups)
+    dirichlet = learning.partition.kind == "dirichlet" and with_sizes
+    return learning.dataset not in EMBEDDED_DATASETS or dirichlet
+
+
+def data_problems(scenario: Scenario) -> list[Problem]:
+    """Load the dataset and partition it as the run will (same seed, same streams), when
+    :func:`needs_data_check`: what ``simulate`` would refuse there, ``validate`` refuses."""
+    if not needs_data_check(scenario) or scenario.learning is None:
+        return []
+    from netfl.errors import DatasetError, ScenarioError
+    from netfl.fl.population import build_population
+    from netfl.learning.build import prepare_data
+    from netfl.rng import Streams
+
+    streams = Streams(scenario.seed)
+    population = build_population(scenario.devices, streams)
+    try:
+        prepare_data(scenario.learning, population.n_clients, population.requested_samples, streams)
+    except ScenarioError as exc:
+        return exc.problems
+    except DatasetError as exc:
+        return [Problem("learning.data_root", str(exc))]
+    return []
+
+
+#: Keys that name a registered component -> the registry's function in netfl.registry.
+_NAMED_KEYS = {
+    ("selection", "name"): "strategies",
+    ("radio", "channel_model"): "channel_models",
+    ("learning", "dataset"): "datasets",
+    ("learning", "model"): "models",
+}
+
+
+def name_problems(data: dict[str, Any]) -> list[Problem]:
+    """Unknown component names in a raw scenario mapping, for a scenario that does not
+    validate: so a misspelt strategy is reported together with the schema's errors, not
+    only once they are fixed. Nothing is imported (``package.module:Name`` is left to the
+    full check)."""
+    from netfl import registry
+
+    problems = []
+    for (section, key), kind in _NAMED_KEYS.items():
+        value = data.get(section)
+        name = value.get(key) if isinstance(value, dict) else None
+        if isinstance(name, str) and ":" not in name:
+            found = getattr(registry, kind)()
+            if name not in found:
+                problems.append(Problem(f"{section}.{key}", found.unknown_message(name)))
     return problems

@@ -43,7 +43,12 @@ def imported_heavy(*args: str) -> tuple[int, list[str]]:
 
 @pytest.mark.parametrize(
     "args",
-    [("--help",), ("validate", "quickstart"), ("validate", "mab_cs_paper"), ("list",)],
+    [
+        ("--help",),
+        ("validate", "quickstart"),
+        ("validate", "mab_cs_paper", "--set", "learning=none"),
+        ("list",),
+    ],
 )
 def test_short_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
     code, heavy = imported_heavy(*args)

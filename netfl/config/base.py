@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -134,11 +134,74 @@ PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 
+_SUFFIX_DIMENSION = {
+    "_s": "time",
+    "_hz": "frequency",
+    "_bits": "size",
+    "_bps": "rate",
+    "_m": "length",
+}
+#: Parameters of a distribution that carry the key's unit (``sigma`` is in log space).
+_DIST_QUANTITIES = frozenset({"value", "low", "high", "mean", "std", "median"})
+
+
+def _suffix_dimension(key: str) -> str | None:
+    for suffix, dimension in _SUFFIX_DIMENSION.items():
+        if key.endswith(suffix):
+            return dimension
+    return None
+
+
+def _has_unit(value: Any) -> bool:
+    """A string that reads as a number with a unit (``"0.5 MB"``)."""
+    if not isinstance(value, str):
+        return False
+    match = _QUANTITY.match(value)
+    return match is not None and bool(match.group(2))
+
+
+def _takes_distribution(annotation: Any) -> bool:
+    """Whether a field's type admits a distribution (a model with a ``dist`` tag)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "dist" in annotation.model_fields
+    return any(_takes_distribution(arg) for arg in get_args(annotation))
+
+
+def _is_distribution_field(model: type[BaseModel], key: str) -> bool:
+    field = model.model_fields.get(key)
+    return field is not None and _takes_distribution(field.annotation)
+
+
+def _distribution_to_si(value: Any, dimension: str) -> Any:
+    if _has_unit(value):
+        return to_si(value, dimension)
+    if isinstance(value, dict) and "dist" in value:
+        out = {}
+        for name, item in value.items():
+            if name in _DIST_QUANTITIES and _has_unit(item):
+                item = to_si(item, dimension)
+            elif name == "values" and isinstance(item, list):
+                item = [to_si(v, dimension) if _has_unit(v) else v for v in item]
+            out[name] = item
+        return out
+    return value
+
+
+def closest(name: str, known: list[str]) -> str | None:
+    """The known name nearest to ``name``: the same name in another letter case first,
+    then the closest spelling (difflib, ignoring case), or None."""
+    by_case = {item.lower(): item for item in known}
+    if name.lower() in by_case:
+        return by_case[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.6)
+    return by_case[close[0]] if close else None
+
+
 def suggest(key: str, known: list[str]) -> str:
     """Return ``"; did you mean 'x'?"`` for the closest known key, or a list of known keys."""
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    close = closest(key, known)
     if close:
-        return f"; did you mean '{close[0]}'?"
+        return f"; did you mean '{close}'?"
     if known:
         return "; known keys: " + ", ".join(sorted(known))
     return "; this section takes no keys"
@@ -158,6 +221,27 @@ class StrictModel(BaseModel):
 
     #: Keys allowed in the input besides the fields (e.g. a union's discriminator).
     extra_input_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _distribution_units(cls, data: Any) -> Any:
+        """A key whose name ends in a unit (``file_size_bits``) and whose value is a
+        distribution takes unit strings too: ``"0.5 MB"``, or ``{dist: uniform, low:
+        "1 MB", high: "2 MB"}`` (a plain quantity key converts in its own type)."""
+        if not isinstance(data, dict):
+            return data
+        converted = dict(data)
+        for key, value in data.items():
+            dimension = _suffix_dimension(str(key))
+            if dimension is None or not _is_distribution_field(cls, str(key)):
+                continue
+            try:
+                converted[key] = _distribution_to_si(value, dimension)
+            except PydanticCustomError as exc:
+                raise PydanticCustomError(
+                    "quantity", "{key}: {message}", {"key": str(key), "message": exc.message()}
+                ) from None
+        return converted
 
     @model_validator(mode="before")
     @classmethod

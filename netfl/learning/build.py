@@ -10,21 +10,21 @@ import torch
 from netfl.config.learning import LearningConfig
 from netfl.errors import ScenarioError, ScenarioWarning
 from netfl.learning import EMBEDDED_DATASETS
+from netfl.learning.datasets import Dataset
 from netfl.learning.learner import TorchLearner, pick_device
-from netfl.learning.partition import PartitionError, partition
+from netfl.learning.partition import Partition, PartitionError, partition
 from netfl.registry import datasets, models
 from netfl.rng import Streams
 
 
-def build_learner(
+def prepare_data(
     config: LearningConfig,
     n_clients: int,
     sizes: np.ndarray | None,
     streams: Streams,
-) -> TorchLearner:
-    """Load the dataset, partition it among ``n_clients`` (``sizes``: the samples each
-    device asks for, ``devices.groups[].n_samples``, or None), build the model; raise
-    ScenarioError/DatasetError."""
+) -> tuple[Dataset, Partition]:
+    """Load the dataset and partition it (the part of :func:`build_learner` that can refuse
+    a scenario; ``netfl validate`` runs it too); raise ScenarioError/DatasetError."""
     loader = datasets().load(config.dataset)
     dataset = loader(config, streams.get("learning.split"), n_clients)
     labels = dataset.y_train.numpy()
@@ -45,6 +45,19 @@ def build_learner(
         )
     except PartitionError as exc:
         raise ScenarioError.single("learning.partition", str(exc)) from None
+    return dataset, parts
+
+
+def build_learner(
+    config: LearningConfig,
+    n_clients: int,
+    sizes: np.ndarray | None,
+    streams: Streams,
+) -> TorchLearner:
+    """Load the dataset, partition it among ``n_clients`` (``sizes``: the samples each
+    device asks for, ``devices.groups[].n_samples``, or None), build the model; raise
+    ScenarioError/DatasetError."""
+    dataset, parts = prepare_data(config, n_clients, sizes, streams)
     torch_seed = streams.torch_seed("learning.torch")
     torch.manual_seed(torch_seed)
     try:
