@@ -91,6 +91,22 @@ def scenario_bytes() -> st.SearchStrategy[bytes]:
     return st.one_of(mutated_scenario(), st.binary(max_size=400))
 
 
+WARM_UP = """
+devices: {groups: [{name: a, count: 10, n_samples: 20}]}
+learning: {dataset: digits, partition: {kind: dirichlet, alpha: 1}}
+"""
+
+
+def warm_up(folder: Path) -> None:
+    """Validate a scenario that imports what validation can import (the schema, the radio,
+    the registries, torch and a dataset for the data check), so that per-file times measure
+    the file, not the first import."""
+    path = folder / "warm-up.yaml"
+    path.write_text(WARM_UP)
+    code, err, _ = validate_file(path)
+    assert code == 0, err
+
+
 def validate_file(path: Path) -> tuple[int, str, float]:
     """``netfl validate PATH`` in this process: (exit code, stderr, wall seconds)."""
     out, err = io.StringIO(), io.StringIO()

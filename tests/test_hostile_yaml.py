@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from netfl.yaml_guard import MAX_DEPTH, MAX_EXPANDED_VALUES, MAX_SCENARIO_BYTES
-from tests.fuzz_scenarios import check_outcome, scenario_bytes, validate_file
+from tests.fuzz_scenarios import check_outcome, scenario_bytes, validate_file, warm_up
 
 #: Generous against CI load; ``benchmarks/bench_fuzz_validate.py`` measures the real times.
 PER_FILE_S = 5.0
@@ -77,6 +77,11 @@ def test_broken_bytes_give_one_line(tmp_path: Path, content: bytes) -> None:
     assert code == 2
     check_outcome(path, code, err)
     assert err.count("\n") == 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _imported(tmp_path_factory: pytest.TempPathFactory) -> None:
+    warm_up(tmp_path_factory.mktemp("warm-up"))
 
 
 @settings(
