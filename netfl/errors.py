@@ -22,9 +22,11 @@ class Problem:
     message: str
     line: int | None = None
     column: int | None = None
+    source: str | None = None
+    """Where this problem comes from when it differs from the error's (a ``--set``)."""
 
     def located(self, source: str | None) -> str:
-        where = source or "<scenario>"
+        where = self.source or source or "<scenario>"
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:

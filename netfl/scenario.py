@@ -269,7 +269,7 @@ def locate_problems(
         )
         if source is not None:
             from_override = from_override or source
-            located.append(problem)
+            located.append(Problem(problem.key, problem.message, source=source))
             continue
         parts = tuple(key.split(".")) if key else ()
         while parts and parts not in positions:
@@ -350,12 +350,18 @@ def scenario_from_data(
             flagged = {problem.key for problem in problems}
             problems += [p for p in name_problems(data) if p.key not in flagged]
         problems, override = locate_problems(problems, positions, applied)
-        raise ScenarioError(problems, override or source) from None
+        raise ScenarioError(problems, _error_source(problems, override, source)) from None
     problems = scenario_problems(scenario, check_registry=check_registry, check_data=check_data)
     if problems:
         problems, override = locate_problems(problems, positions, applied)
-        raise ScenarioError(problems, override or source)
+        raise ScenarioError(problems, _error_source(problems, override, source))
     return scenario
+
+
+def _error_source(problems: list[Problem], override: str | None, source: str) -> str:
+    """The override when every problem comes from one, else the file (each problem from an
+    override names its own ``--set``)."""
+    return override if override and all(p.source for p in problems) else source
 
 
 def dump_scenario(scenario: Scenario) -> str:

@@ -77,3 +77,17 @@ def test_registered_names_and_entry_points_under_no_plugins() -> None:
 def test_scenario_reference_documents_the_trust_boundary() -> None:
     text = (ROOT / "docs" / "scenario.md").read_text()
     assert "**Plug-ins run code.**" in text and "`--no-plugins`" in text
+
+
+def test_sweep_no_plugins_refuses_before_importing(plugin, tmp_path, capsys) -> None:
+    name, marker = plugin
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"name: s\nbase: {ROOT / 'scenarios' / 'quickstart.yaml'}\n"
+        f"grid:\n  selection:\n    - {{name: random}}\n    - {{name: '{name}:Mine'}}\n"
+    )
+    assert main(["sweep", str(sweep), "--dry-run", "--no-plugins"]) == 2
+    assert "--no-plugins allows only the registered strategy names" in capsys.readouterr().err
+    assert not marker.exists()
+    assert main(["sweep", str(sweep), "--dry-run"]) == 0
+    assert marker.exists()

@@ -118,3 +118,13 @@ def test_did_you_mean_for_scenario_names(spec, capsys) -> None:
 def test_did_you_mean_ignores_letter_case(capsys) -> None:
     assert main(["validate", "quickstart", "--set", "selection.name=FedCS"]) == 2
     assert capsys.readouterr().err.endswith("unknown strategy 'FedCS'; did you mean 'fedcs'?\n")
+
+
+def test_problems_from_the_file_and_from_set_each_name_their_source(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "fl: {rounds: -1}\n")
+    assert main(["validate", str(path), "--set", "selection.name=fedcss"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {path}:1:6: fl.rounds: Input should be greater than 0 (got -1)",
+        "error: --set selection.name=fedcss: selection.name: unknown strategy 'fedcss';"
+        " did you mean 'fedcs'?",
+    ]

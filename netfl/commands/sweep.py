@@ -44,6 +44,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="Ray backend: GPUs per run for runs that train on a GPU (default 0.25)",
     )
     sweep.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
+    sweep.add_argument(
+        "--no-plugins",
+        dest="no_plugins",
+        action="store_true",
+        help="accept only registered names: a run naming package.module:Class (which imports"
+        " and runs that module's code) is refused",
+    )
     sweep.add_argument("--quiet", action="store_true", help="no progress display")
     sweep.set_defaults(handler=_sweep)
 

@@ -224,9 +224,9 @@ def render() -> str:
         " through the `netfl.selection` entry-point group. Naming a plug-in *imports that"
         " module*, which runs its code with your permissions, when the scenario is"
         " validated or run: treat a scenario that names one like a Python script. For a"
-        " scenario from a source you do not trust, pass `--no-plugins` to `netfl validate`"
-        " and `netfl simulate`: only netfl's own registered names are then accepted, and a"
-        " `package.module:Name` is refused before anything is imported.",
+        " scenario from a source you do not trust, pass `--no-plugins` to `netfl validate`,"
+        " `netfl simulate` and `netfl sweep`: only netfl's own registered names are then"
+        " accepted, and a `package.module:Name` is refused before anything is imported.",
         "",
     ]
     lines += ["## top level", "", "| key | type | default | description |", "|---|---|---|---|"]
