@@ -120,7 +120,7 @@ def test_cli_bad_sweep_is_one_line_exit_2(tmp_path, capsys):
 def test_example_sweep_is_valid(capsys):
     sweep = load_sweep("examples/quickstart_strategies.yaml")
     assert sweep.name == "quickstart-strategies"
-    assert len(sweep.runs) == 2 * 2 * 3
+    assert len(sweep.runs) == 4 * 6  # random, FedCS, MAB-CS, RBCS-F x 6 seeds
     assert {r.scenario.name for r in sweep.runs} == {"quickstart"}
     assert main(["sweep", "examples/quickstart_strategies.yaml", "--dry-run"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 12
+    assert len(capsys.readouterr().out.splitlines()) == 24
