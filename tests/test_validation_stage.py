@@ -128,3 +128,11 @@ def test_problems_from_the_file_and_from_set_each_name_their_source(tmp_path, ca
         "error: --set selection.name=fedcss: selection.name: unknown strategy 'fedcss';"
         " did you mean 'fedcs'?",
     ]
+
+
+def test_did_you_mean_for_strategy_parameters_ignores_letter_case(capsys) -> None:
+    args = ["--set", "selection.name=fedcs", "--set", "selection.params.Deadline_S=3"]
+    assert main(["validate", "quickstart", *args]) == 2
+    assert "not a parameter of this strategy; did you mean 'deadline_s'?" in (
+        capsys.readouterr().err
+    )
