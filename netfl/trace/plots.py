@@ -232,12 +232,28 @@ def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
     """Empirical CDF of the clients' rates (Mbit/s), pooled over each configuration's runs."""
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
+    drawn: list[np.ndarray] = []
+    styles = ["-", "--", ":", "-."]
     for label, group in groups(runs):
         rates = np.sort(np.concatenate([r.clients[column].to_numpy(float) for r in group])) / 1e6
         rates = rates[np.isfinite(rates)]
-        ax.step(rates, np.arange(1, len(rates) + 1) / len(rates), where="post", label=label)
+        # Runs with the same seeds share the drop, so their rate CDFs coincide: dash the
+        # repeats so that every configuration stays visible, and say so in the title.
+        same = sum(np.array_equal(rates, other) for other in drawn)
+        ax.step(
+            rates,
+            np.arange(1, len(rates) + 1) / len(rates),
+            styles[same % len(styles)],
+            where="post",
+            label=label,
+        )
+        drawn.append(rates)
     ax.set(xlabel=f"{column.removesuffix('_bps')} (Mbit/s)", ylabel="fraction of clients")
-    return finish(fig, ax, "Client rates (CDF)")
+    repeated = len(drawn) - len({tuple(r.tolist()) for r in drawn})
+    title = "Client rates (CDF)"
+    if repeated:
+        title += ": curves of runs with the same seeds coincide (dashed)"
+    return finish(fig, ax, title)
 
 
 def layout(run: Run) -> Figure:

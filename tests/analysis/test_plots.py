@@ -85,8 +85,14 @@ def test_pull_counts_and_rate_cdf(runs):
     fig = plots.pull_counts(runs)
     heights = [p.get_height() for p in fig.axes[0].containers[0].patches]
     assert sum(heights) == pytest.approx(4 * 3)  # mean over 2 seeds of 4 rounds x 3 clients
-    cdf = plots.rate_cdf(runs).axes[0].lines
+    fig = plots.rate_cdf(runs)
+    cdf = fig.axes[0].lines
     assert len(cdf) == 2 and cdf[0].get_ydata()[-1] == 1.0
+    # The two configurations share seeds, hence drops and rates: the repeat is dashed and
+    # the title says why the curves coincide (issue 18).
+    same = np.array_equal(cdf[0].get_xdata(), cdf[1].get_xdata())
+    assert (cdf[1].get_linestyle() == "--") == same
+    assert ("coincide" in fig.axes[0].get_title()) == same
 
 
 def test_strategy_figures_take_the_documented_long_format():
