@@ -33,8 +33,7 @@ from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
-from netfl.learning.evaluation import EvalSchedule
-from netfl.learning.learner import Learner
+from netfl.learning.interface import EvalSchedule, Learner
 from netfl.radio.network import Network
 from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
 from netfl.trace.strategy import ScoreLog
