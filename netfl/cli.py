@@ -2,17 +2,22 @@
 
 Exit codes (defined in :mod:`netfl.errors`): 0 success, 1 the run failed (a bug or runtime
 error; the run directory says so), 2 bad input (one line naming the file and key), 130
-interrupted by Ctrl-C.
+interrupted by Ctrl-C, 143 terminated by SIGTERM (the run directory says
+``status: interrupted`` or ``terminated``; with ``fl.checkpoint_every``, ``--resume``
+continues it, as it does after SIGKILL, which leaves ``status: running``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
+import threading
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
@@ -21,9 +26,11 @@ from netfl.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     NetflError,
     ScenarioError,
     ScenarioWarning,
+    Terminated,
 )
 
 if TYPE_CHECKING:
@@ -271,23 +278,45 @@ def _show_scenario_warnings() -> None:
     warnings.showwarning = show
 
 
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (in the main thread only, where
+    Python delivers signals), so a terminated run writes its directory as after Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _show_scenario_warnings()
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
         handler = commands.get(args.command) or args.handler
-        if getattr(args, "no_plugins", False):
-            from netfl.registry_entry import no_plugins
+        with _sigterm_raises():
+            if getattr(args, "no_plugins", False):
+                from netfl.registry_entry import no_plugins
 
-            with no_plugins():
-                return int(handler(args))
-        return int(handler(args))
+                with no_plugins():
+                    return int(handler(args))
+            return int(handler(args))
     except NetflError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated:
+        print("terminated: the run directory holds what was recorded so far", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("interrupted: the run directory holds what was recorded so far", file=sys.stderr)
         return EXIT_INTERRUPTED

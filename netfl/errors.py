@@ -8,6 +8,13 @@ from dataclasses import dataclass
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 """Exit codes: success; the run failed (a bug or runtime error; the run directory says so);
 bad input (one line naming the file and key); interrupted by Ctrl-C."""
+EXIT_TERMINATED = 143
+"""Exit code of a run stopped by SIGTERM (128 + 15, as a shell reports it)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (``netfl simulate`` turns it into this exception, so the run stops
+    as after Ctrl-C: the run directory is written with ``status: terminated``)."""
 
 
 class NetflError(Exception):

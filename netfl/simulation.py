@@ -26,6 +26,7 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
+from netfl.errors import Terminated
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
@@ -236,8 +237,8 @@ def _run(
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
+    except KeyboardInterrupt as exc:
+        status = "terminated" if isinstance(exc, Terminated) else "interrupted"
         if checkpoints is not None:
             checkpoints.save_latest()
         raise
