@@ -174,11 +174,28 @@ def _report_run(args: argparse.Namespace, result: RunResult) -> int:
     if not args.quiet:
         print(
             f"done: {summary['rounds']} rounds, {summary['sim_time_s']:,.1f} s simulated,"
-            f" final accuracy {acc_text}, {summary['wall_time_s']:.1f} s wall",
+            f" final accuracy {acc_text}, {_wall_text(summary)}",
             file=sys.stderr,
         )
     print(result.run_dir)
     return EXIT_OK
+
+
+def _wall_text(summary: dict[str, Any]) -> str:
+    """The closing line's wall times: the total, then where it went (summary.json's
+    ``wall_*_s``; the progress line's last wall time is build + run, on the same clock)."""
+    total = summary.get("wall_total_s", summary["wall_time_s"])
+    parts = [
+        f"{label} {summary[key]:.1f} s"
+        for label, key in (
+            ("build", "wall_build_s"),
+            ("run", "wall_run_s"),
+            ("of which training", "wall_training_s"),
+            ("write", "wall_write_s"),
+        )
+        if key in summary
+    ]
+    return f"{total:.1f} s wall" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

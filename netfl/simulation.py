@@ -110,14 +110,25 @@ def _sorted_by_time(table: pa.Table) -> pa.Table:
     return table.take(pa.array(order))
 
 
-def write_results(world: World, run_dir: Path, summary: dict[str, Any]) -> None:
-    """Write the tables and the summary (atomic per file)."""
+def write_results(
+    world: World, run_dir: Path, summary: dict[str, Any], clock_s: float | None = None
+) -> None:
+    """Write the tables and the summary (atomic per file).
+
+    With ``clock_s`` (the :func:`time.perf_counter` reading at the run's start), the
+    summary gets ``wall_write_s`` (writing the tables) and ``wall_total_s`` (from
+    ``clock_s`` to the tables written) before it is written."""
+    write_start = time.perf_counter()
     write_parquet(run_dir / "timeline.parquet", _sorted_by_time(world.timeline.to_arrow()))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())
     write_parquet(run_dir / "clients.parquet", clients_table(columns))
     write_parquet(run_dir / "strategy.parquet", world.server.score_log.to_arrow())
+    if clock_s is not None:
+        end_s = time.perf_counter()
+        summary["wall_write_s"] = end_s - write_start
+        summary["wall_total_s"] = end_s - clock_s
     write_json(run_dir / "summary.json", summary)
 
 
@@ -207,9 +218,13 @@ def _run(
 ) -> RunResult:
     """Run the world; write the run directory however it ends (except mid-replay).
 
-    ``summary.json``'s ``wall_time_s`` runs from the call of :func:`simulate` (or
-    :func:`resume`) to the end of the simulation, building included, on the clock the
-    progress line uses; ``wall_run_s`` is the event loop alone."""
+    ``summary.json``'s wall times, all on the clock the progress line uses (process
+    seconds, :func:`time.perf_counter`): ``wall_build_s`` from the call of
+    :func:`simulate` (or :func:`resume`) to the start of the event loop (elaboration,
+    the run directory's first files); ``wall_run_s`` the event loop, of which
+    ``wall_training_s`` in the learner (local training, polls, aggregation, evaluation);
+    ``wall_write_s`` writing the tables; ``wall_total_s`` all of it. ``wall_time_s``
+    (build and run: to the end of the simulation) is kept for existing readers."""
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
@@ -236,9 +251,11 @@ def _run(
         if checkpoints is None or not checkpoints.replaying:
             end_s = time.perf_counter()
             summary = _summary(world, status, end_s - clock_s, started, error)
+            summary["wall_build_s"] = wall_start - clock_s
             summary["wall_run_s"] = end_s - wall_start
+            summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
-            write_results(world, run_dir, summary)
+            write_results(world, run_dir, summary, clock_s)
     return RunResult(run_dir, summary)
 
 

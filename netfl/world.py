@@ -18,7 +18,7 @@ from netfl.fl.build import build_devices, build_server
 from netfl.fl.device import Devices
 from netfl.fl.population import Population, build_population
 from netfl.fl.server import Server
-from netfl.learning.learner import Learner, NullLearner
+from netfl.learning.interface import Learner, NullLearner
 from netfl.radio.build import build_radio
 from netfl.radio.network import Network
 from netfl.registry import strategies

@@ -214,3 +214,24 @@ def test_summary_target_figures_agree_with_the_rounds(write_scenario, tiny, tmp_
             continue
         assert summary["rounds_to_target"] == reached["round"].iloc[0] + 1 >= 2
         assert summary["time_to_target_s"] == pytest.approx(reached["t_end_s"].iloc[0])
+
+
+def test_wall_times_are_reported_separately_and_add_up(write_scenario, tiny, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["simulate", str(write_scenario(tiny)), "--out", str(out)]) == 0
+    closing = capsys.readouterr().err.strip().splitlines()[-1]
+    summary = json.loads((out / "summary.json").read_text())
+    build, run = summary["wall_build_s"], summary["wall_run_s"]
+    training, write, total = (
+        summary["wall_training_s"],
+        summary["wall_write_s"],
+        summary["wall_total_s"],
+    )
+    assert min(build, run, write) > 0
+    assert 0 < training <= run  # tiny trains a model: the learner's time is inside the loop
+    assert summary["wall_time_s"] == pytest.approx(build + run, abs=1e-6)
+    # The rest of the total is the summary's own figures (library versions, targets).
+    assert 0 <= total - (build + run + write) < 1.0
+    assert closing.startswith("done: ")
+    assert f"{total:.1f} s wall (build {build:.1f} s, run {run:.1f} s" in closing
+    assert f"of which training {training:.1f} s, write {write:.1f} s)" in closing

@@ -11,8 +11,8 @@ from torch.nn import functional as F
 
 from netfl.config.learning import LearningConfig
 from netfl.learning.datasets import Dataset
-from netfl.learning.evaluation import EvalSchedule
-from netfl.learning.learner import NullLearner, TorchLearner, wants_for
+from netfl.learning.interface import EvalSchedule, NullLearner, wants_for
+from netfl.learning.learner import TorchLearner
 from netfl.learning.models import digits_mlp
 from netfl.learning.partition import Partition
 

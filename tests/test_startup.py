@@ -54,3 +54,26 @@ def test_short_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
     code, heavy = imported_heavy(*args)
     assert code == 0
     assert heavy == []
+
+
+def test_a_learning_none_run_never_imports_torch(tmp_path: Path) -> None:
+    # Issue 16 item 11: checkpoint/store.py and learning/learner.py imported torch at
+    # module level, so timing-only runs paid for it (about 1 s) and its exit.
+    code, heavy = imported_heavy(
+        "simulate",
+        "quickstart",
+        "--set",
+        "learning=none",
+        "--set",
+        "fl.model_size_bits=1e6",
+        "--set",
+        "fl.rounds=4",
+        "--set",
+        "fl.checkpoint_every=2",
+        "--quiet",
+        "--out",
+        str(tmp_path / "run"),
+    )
+    assert code == 0
+    assert "torch" not in heavy
+    assert (tmp_path / "run" / "checkpoint").is_dir()

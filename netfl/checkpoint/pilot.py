@@ -24,9 +24,7 @@ from typing import Any
 import numpy as np
 
 from netfl.checkpoint.store import CheckpointError, DecisionLog, RoundDecision
-from netfl.learning.evaluation import Evaluation
-from netfl.learning.learner import Learner
-from netfl.learning.trainer import LocalResult
+from netfl.learning.interface import Evaluation, Learner, LocalResult
 from netfl.selection.base import RoundFeedback, Scores, SelectionContext, Strategy
 
 

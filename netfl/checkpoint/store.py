@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from netfl._version import __version__
 from netfl.errors import NetflError
-from netfl.learning.evaluation import Evaluation
+from netfl.learning.interface import Evaluation
 from netfl.rundir import write_bytes
 from netfl.trace.strategy import ScoreLog
 
@@ -82,7 +81,12 @@ def scenario_digest(resolved_yaml: str) -> str:
 
 
 def torch_rng_state() -> dict[str, Any]:
-    """torch's global generators (unused by netfl's training, kept for user models)."""
+    """torch's global generators (unused by netfl's training, kept for user models);
+    empty when torch was never loaded (``learning: none``)."""
+    if "torch" not in sys.modules:
+        return {}
+    import torch
+
     state: dict[str, Any] = {"cpu": torch.random.get_rng_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -90,6 +94,10 @@ def torch_rng_state() -> dict[str, Any]:
 
 
 def set_torch_rng_state(state: dict[str, Any]) -> None:
+    if not state:
+        return  # saved by a run that never loaded torch
+    import torch
+
     torch.random.set_rng_state(state["cpu"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

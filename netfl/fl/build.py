@@ -15,8 +15,7 @@ from netfl.fl.energy import EnergyMeter
 from netfl.fl.links import GroupLinkNetwork
 from netfl.fl.population import Population
 from netfl.fl.server import Server
-from netfl.learning.evaluation import EvalSchedule
-from netfl.learning.learner import Learner
+from netfl.learning.interface import EvalSchedule, Learner
 from netfl.radio.network import Network
 from netfl.rng import Streams
 from netfl.selection.base import Strategy

@@ -17,7 +17,9 @@ once).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Iterable, Mapping
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -31,8 +33,7 @@ from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
-from netfl.learning.evaluation import EvalSchedule
-from netfl.learning.learner import Learner
+from netfl.learning.interface import EvalSchedule, Learner
 from netfl.radio.network import Network
 from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
 from netfl.trace.strategy import ScoreLog
@@ -96,6 +97,17 @@ class Server:
         }
         self.records: list[RoundRecord] = []
         self.score_log = ScoreLog()
+        #: Process seconds spent in the learner (local training, polls, aggregation,
+        #: evaluation): summary.json's ``wall_training_s``.
+        self.training_s = 0.0
+
+    @contextmanager
+    def _training(self) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.training_s += time.perf_counter() - start
 
     def use(self, strategy: Strategy, learner: Learner) -> None:
         """Talk to ``strategy`` and ``learner`` from the next round on: a checkpointed
@@ -278,7 +290,8 @@ class Server:
         exchange = Exchange(self.parts, ctx.round, clients, plan, target=None)
         outcomes = yield from exchange.run(limit)
         answered = np.array([o.client for o in outcomes if o.completed], dtype=np.int64)
-        answers = self.signals.polled(ctx.round, answered, signal)
+        with self._training():
+            answers = self.signals.polled(ctx.round, answered, signal)
         rows = np.searchsorted(ctx.candidates, answered)  # candidates are sorted
         features = dict(ctx.features)
         for name, values in answers.items():
@@ -319,8 +332,9 @@ class Server:
         record.selected = [o.client for o in outcomes]
         record.completed = [o.client for o in outcomes if o.completed]
         clients = np.asarray(record.completed, dtype=np.int64)
-        result = self.signals.local_update(r, clients, self.signals.wants)
-        self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
+        with self._training():
+            result = self.signals.local_update(r, clients, self.signals.wants)
+            self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
         self.timeline.record(
             env.now,
             "aggregate",
@@ -336,7 +350,8 @@ class Server:
         self._count(record, outcomes)
         self.reported.observe(outcomes, distribution_start_s)
         loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
-        signals = self.signals.feedback(result, record.selected)
+        with self._training():
+            signals = self.signals.feedback(result, record.selected)
         self.strategy.observe(
             round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
         )
@@ -354,7 +369,8 @@ class Server:
         record.n_deadline_miss = int(np.sum(status == "deadline_miss"))
 
     def _evaluate(self, record: RoundRecord) -> None:
-        evaluation = self.learner.evaluate()
+        with self._training():
+            evaluation = self.learner.evaluate()
         record.accuracy, record.loss = evaluation.accuracy, evaluation.loss
         self.timeline.record(
             self.env.now,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from netfl.learning.learner import Learner, wants_for
+from netfl.learning.interface import Learner, wants_for
 
 
 class LearningSignals:

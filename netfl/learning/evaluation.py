@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -13,19 +11,6 @@ from torch.nn import functional as F
 
 #: Rows per forward pass when evaluating (bounds memory on large test sets).
 EVAL_CHUNK = 4096
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """The global model on the test set; ``client_loss`` per device where asked.
-
-    Loss fairness (Jain's index, UCB-CS eq. (3) in Cho et al. 2020) is
-    ``netfl.trace.metrics.jain_index`` of ``client_loss`` (F_k(w) with ``train``).
-    """
-
-    accuracy: float
-    loss: float
-    client_loss: np.ndarray | None = None
 
 
 @torch.no_grad()
@@ -64,31 +49,3 @@ def mixture_losses(class_loss: np.ndarray, label_counts: np.ndarray) -> np.ndarr
     totals = counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(totals > 0, counts @ class_loss[known] / totals, np.nan)
-
-
-@dataclass
-class EvalSchedule:
-    """When the server evaluates the global model.
-
-    Every ``every_rounds`` rounds, and/or at the end of the first round that ends at or
-    after each multiple of ``every_s`` simulated seconds; the last round (of a fixed
-    round count) always.
-    """
-
-    every_rounds: int | None = 1
-    every_s: float | None = None
-    rounds: int | None = None
-    _next_s: float = math.nan
-
-    def due(self, round: int, now_s: float) -> bool:
-        """Whether to evaluate at the end of ``round``, ending at ``now_s``."""
-        by_rounds = self.every_rounds is not None and (round + 1) % self.every_rounds == 0
-        last = self.rounds is not None and round + 1 == self.rounds
-        by_time = False
-        if self.every_s is not None:
-            if math.isnan(self._next_s):
-                self._next_s = self.every_s
-            if now_s >= self._next_s:
-                by_time = True
-                self._next_s = (math.floor(now_s / self.every_s) + 1) * self.every_s
-        return by_rounds or by_time or last

@@ -22,9 +22,7 @@ learner computes only those. How the server serves each signal:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,15 +31,23 @@ from netfl.config.learning import LearningConfig
 from netfl.learning.aggregation import fedavg
 from netfl.learning.datasets import Dataset
 from netfl.learning.evaluation import (
-    EvalSchedule,
-    Evaluation,
     group_means,
     mixture_losses,
     per_sample_losses,
 )
+from netfl.learning.interface import (
+    WANTS,
+    EvalSchedule,
+    Evaluation,
+    Learner,
+    LocalResult,
+    NullLearner,
+    check_wants,
+    wants_for,
+)
 from netfl.learning.models import count_parameters
 from netfl.learning.partition import Partition, label_counts
-from netfl.learning.trainer import LocalResult, LocalSGD, SequentialTrainer, Trainer
+from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
 
 __all__ = [
     "WANTS",
@@ -54,100 +60,6 @@ __all__ = [
 ]
 
 BITS_PER_PARAMETER = 32  # fp32 on the air
-
-#: What ``local_update`` can add to its result on request.
-WANTS = frozenset({"update_vector"})
-
-
-class Learner(Protocol):
-    """What the FL protocol needs from the learning side."""
-
-    @property
-    def n_samples(self) -> np.ndarray: ...
-
-    @property
-    def update_samples(self) -> np.ndarray: ...
-
-    def lr_at(self, round: int) -> float: ...
-
-    def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
-    ) -> LocalResult: ...
-
-    def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None: ...
-
-    def global_update(self) -> np.ndarray: ...
-
-    def evaluate(self) -> Evaluation: ...
-
-    def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
-
-    def client_test_losses(self) -> np.ndarray: ...
-
-    def client_columns(self) -> dict[str, Any]: ...
-
-    def checkpoint_state(self) -> dict[str, Any]: ...
-
-    def restore_state(self, state: dict[str, Any]) -> None: ...
-
-
-def wants_for(requires: Iterable[str]) -> frozenset[str]:
-    """What to ask ``local_update`` for, given a strategy's ``requires``."""
-    return frozenset(requires) & WANTS
-
-
-def _check_wants(want: frozenset[str]) -> None:
-    unknown = set(want) - WANTS
-    if unknown:
-        raise ValueError(f"unknown learning signals {sorted(unknown)}; known: {sorted(WANTS)}")
-
-
-class NullLearner:
-    """``learning: none``: timing-only studies; no model, losses and accuracy are NaN."""
-
-    def __init__(self, n_samples: np.ndarray) -> None:
-        self._n_samples = np.asarray(n_samples, dtype=np.int64)
-
-    @property
-    def n_samples(self) -> np.ndarray:
-        return self._n_samples
-
-    @property
-    def update_samples(self) -> np.ndarray:
-        return self._n_samples
-
-    def lr_at(self, round: int) -> float:
-        return math.nan
-
-    def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
-    ) -> LocalResult:
-        _check_wants(want)
-        return LocalResult.untrained(clients, self._n_samples)
-
-    def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
-        return None
-
-    def global_update(self) -> np.ndarray:
-        return np.zeros(0)
-
-    def evaluate(self) -> Evaluation:
-        return Evaluation(math.nan, math.nan)
-
-    def client_losses(self, clients: np.ndarray) -> np.ndarray:
-        return np.full(len(clients), np.nan)
-
-    def client_test_losses(self) -> np.ndarray:
-        return np.full(len(self._n_samples), np.nan)
-
-    def client_columns(self) -> dict[str, Any]:
-        return {}
-
-    def checkpoint_state(self) -> dict[str, Any]:
-        return {}
-
-    def restore_state(self, state: dict[str, Any]) -> None:
-        return None
 
 
 def pick_device(name: str) -> torch.device:
@@ -233,7 +145,7 @@ class TorchLearner:
     def local_update(
         self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
     ) -> LocalResult:
-        _check_wants(want)
+        check_wants(want)
         clients = np.asarray(clients, dtype=np.int64)
         if len(clients) == 0:
             empty = np.array([])

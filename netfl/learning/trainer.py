@@ -56,38 +56,6 @@ class LocalSGD:
         return self.steps * np.minimum(self.batch_size, n)
 
 
-@dataclass
-class LocalResult:
-    """The trained clients of a round, aligned with ``clients``.
-
-    ``states`` holds each client's parameters and buffers stacked on a leading client axis;
-    ``loss_mean``/``loss_std`` are over the client's local iterations (the minibatch
-    losses; UCB-CS eqs. (5) and (7) in Cho et al. 2020); ``update_vectors``
-    (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P),
-    and ``update_scale`` is lr x (SGD steps taken) per client: with plain SGD,
-    ``-update_vectors / update_scale`` is the client's mean gradient along its local path
-    (what GPFL's eq. (3) projects).
-    """
-
-    clients: np.ndarray
-    states: dict[str, torch.Tensor]
-    n_samples: np.ndarray
-    loss_mean: np.ndarray
-    loss_std: np.ndarray
-    update_vectors: np.ndarray | None = None
-    update_scale: np.ndarray | None = None
-
-    @classmethod
-    def untrained(cls, clients: np.ndarray, n_samples: np.ndarray) -> LocalResult:
-        """A local update that was not computed: no states, NaN losses, no vectors.
-
-        ``n_samples`` is every client's data size, indexed by client id.
-        """
-        clients = np.asarray(clients, dtype=np.int64)
-        nan = np.full(len(clients), np.nan)
-        return cls(clients, {}, n_samples[clients], nan, nan.copy())
-
-
 class Trainer(Protocol):
     """A backend that trains a round's clients from the global state."""
 
