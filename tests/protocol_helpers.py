@@ -38,9 +38,14 @@ class Recorder(Strategy):
 
 class Poller(Recorder):
     """Polls the first ``d`` candidates (``choose_polled``, the server's poll contract),
-    then selects like ``Recorder``."""
+    then selects like ``Recorder``. Timing-only: it declares the poll signal for the
+    poll's cost and does not need learning to run."""
 
-    poll_signal = "poll_loss"
+    requires = frozenset({"poll_loss"})
+
+    @classmethod
+    def scenario_problems(cls, scenario: Any) -> list[Any]:
+        return []
 
     def __init__(self, d: int = 2) -> None:
         super().__init__()
@@ -56,7 +61,7 @@ class Poller(Recorder):
 class UpdatePoller(Poller):
     """Polls for update vectors (GPFL's first round)."""
 
-    poll_signal = "update_vector"
+    requires = frozenset({"update_vector"})
 
 
 def group(name: str, count: int, **values: Any) -> dict[str, Any]:

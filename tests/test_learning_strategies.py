@@ -20,7 +20,8 @@ LEARNING_AWARE = ["ucb_cs", "pow_d", "rpow_d", "oort", "gpfl", "nccb", "k_linucb
 def test_declarations_and_score_log(name):
     cls = strategies().load(name)
     assert cls.requires and cls.requires <= LEARNING_SIGNALS
-    assert cls.poll_signal in POLL_SIGNALS
+    assert cls.poll_signal in POLL_SIGNALS | {None}
+    assert cls.poll_signal == min(cls.requires & POLL_SIGNALS, default=None)
     built = []
     check_strategy(lambda: built.append(make_strategy(cls, {})) or built[-1], n_clients=30)
     scores = built[-1].scores()

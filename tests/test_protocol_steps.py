@@ -333,9 +333,8 @@ class SelectsFractions(Recorder):
         return [float(c) + 0.5 for c in ctx.candidates[:1]]
 
 
-class PollsGossip(Recorder):
-    poll_signal = "gossip"
-
+class PollsUndeclared(Recorder):
+    # polls without declaring in requires what the polled clients compute
     def choose_polled(self, ctx):
         return ctx.candidates[:1].tolist()
 
@@ -344,7 +343,7 @@ class PollsGossip(Recorder):
     ("name", "message"),
     [
         ("PollsOutsiders", "polled"),
-        ("PollsGossip", "gossip"),
+        ("PollsUndeclared", "declares no poll signal in requires"),
         ("SelectsFractions", "not integer client ids"),
     ],
 )
@@ -354,6 +353,25 @@ def test_a_bad_poll_breaks_the_contract(name, message):
     data = scenario([group("a", 4)], selection={"name": f"tests.test_protocol_steps:{name}"})
     with pytest.raises(StrategyContractError, match=message):
         run(data)
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"poll_signal": "poll_loss"}, "declare what polled clients compute in requires"),
+        ({"requires": frozenset({"poll_loss", "update_vector"})}, "polls for one signal"),
+    ],
+)
+def test_requires_is_the_one_declaration_of_a_poll(attributes, message):
+    # issue 13: requires and poll_signal overlapped; poll_signal is now derived from requires
+    with pytest.raises(TypeError, match=message):
+        type("Declares", (Recorder,), attributes)
+
+
+def test_poll_signal_is_derived_from_requires():
+    derived = type("Polls", (Recorder,), {"requires": frozenset({"update_vector", "local_loss"})})
+    assert derived.poll_signal == "update_vector"
+    assert Recorder.poll_signal is None
 
 
 def test_groups_can_be_placed_at_their_own_distances(write_scenario, tmp_path):

@@ -52,12 +52,12 @@ class PilotStrategy(Strategy):
             )
         return list(clients)
 
-    # A class constant on Strategy; recorded per round here.
+    # Derived from requires on Strategy; recorded per round here ("" when none declared).
     @property
-    def poll_signal(self) -> str:  # type: ignore[override]
+    def poll_signal(self) -> str | None:  # type: ignore[override]
         if self.replaying:
-            return self._decision(self._round).poll_signal
-        return str(getattr(self.strategy, "poll_signal", "poll_loss"))
+            return self._decision(self._round).poll_signal or None
+        return self.strategy.poll_signal
 
     def choose_polled(self, ctx: SelectionContext) -> Sequence[int]:
         self._round = ctx.round
@@ -66,7 +66,7 @@ class PilotStrategy(Strategy):
         polled = [int(c) for c in self.strategy.choose_polled(ctx)]
         if len(self.log.rounds) != ctx.round:
             raise CheckpointError(f"round {ctx.round}: out of step with the decision log")
-        self.log.rounds.append(RoundDecision(polled, self.poll_signal))
+        self.log.rounds.append(RoundDecision(polled, self.poll_signal or ""))
         return polled
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:

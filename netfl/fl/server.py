@@ -272,10 +272,11 @@ class Server:
         clients = self._distinct_candidates(ctx, "polled", choose(ctx) if choose else [])
         if not clients:
             return ctx.features
-        signal = str(self.strategy.poll_signal)
+        signal = self.strategy.poll_signal
         if signal not in POLL_SIGNALS:
             raise StrategyContractError(
-                f"unknown poll_signal {signal!r}; known: {sorted(POLL_SIGNALS)}"
+                f"round {ctx.round}: the strategy polls {clients} but declares no poll signal"
+                f" in requires (one of {sorted(POLL_SIGNALS)})"
             )
         loss = signal == "poll_loss"
         plan = Plan(

@@ -13,7 +13,9 @@ virtual-queue backlogs) that the server records after each ``select`` into
 ``strategy.parquet``; set ``may_select_fewer = True`` on a strategy that may select fewer
 than the budget by design (deadline-driven ones).
 A strategy that must hear from some candidates before it selects (pow-d's loss poll,
-GPFL's initial projections) overrides ``choose_polled`` and sets ``poll_signal``.
+GPFL's initial projections) overrides ``choose_polled`` and names what the polled clients
+compute in ``requires`` too (``"poll_loss"`` or ``"update_vector"``): ``requires`` is the
+one declaration of what a strategy needs; ``poll_signal`` is derived from it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ Scores = Mapping[str, Mapping[int, float]]
 #: Learning signals a strategy may declare in ``requires``.
 LEARNING_SIGNALS = frozenset({"local_loss", "update_vector", "poll_loss", "data_context"})
 
-#: What a polled client computes and sends back (``Strategy.poll_signal``).
+#: What a polled client computes and sends back: the members of ``LEARNING_SIGNALS`` that,
+#: declared in ``requires``, also say what ``choose_polled``'s clients compute
+#: (``Strategy.poll_signal``).
 POLL_SIGNALS = frozenset({"poll_loss", "update_vector"})
 
 
@@ -241,8 +245,25 @@ class Strategy(ABC):
         """
         return {}
 
-    #: What each client returned by ``choose_polled`` computes and uploads.
-    poll_signal: ClassVar[str] = "poll_loss"
+    #: What each client returned by ``choose_polled`` computes and uploads: derived from
+    #: ``requires`` when the class is defined (its one member of ``POLL_SIGNALS``; None
+    #: when it declares none). Never set it: declare the signal in ``requires``.
+    poll_signal: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("poll_signal")
+        if own is not None and not isinstance(own, property):
+            raise TypeError(
+                f"{cls.__qualname__} sets poll_signal = {own!r}: declare what polled clients"
+                f" compute in requires instead (one of {sorted(POLL_SIGNALS)})"
+            )
+        if isinstance(own, property):  # a wrapper that answers for another strategy
+            return
+        polls = sorted(frozenset(cls.requires) & POLL_SIGNALS)
+        if len(polls) > 1:
+            raise TypeError(f"{cls.__qualname__} requires {polls}: a strategy polls for one signal")
+        cls.poll_signal = polls[0] if polls else None
 
     def choose_polled(self, ctx: SelectionContext) -> Sequence[int]:
         """Candidates to poll before ``select`` in this round (default: none).
@@ -252,7 +273,8 @@ class Strategy(ABC):
         1. Poll exactly those clients (distinct ids among ``ctx.candidates``; anything
            else is a contract error) in this round, before selection, and simulate the
            cost in time and bits: the global model (model-size bits) goes down to each
-           polled client; then, by ``poll_signal``,
+           polled client; then, by ``poll_signal`` (the poll signal in ``requires``;
+           polling without declaring one is a contract error),
 
            - ``"poll_loss"``: the device evaluates the global model's mean loss on its
              local data (a forward pass over its samples) and uploads one number

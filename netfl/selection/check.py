@@ -114,7 +114,10 @@ def _poll(
     elif strategy.poll_signal == "poll_loss":
         features["loss"] = np.where(answered, ctx.features["loss"], np.nan)
     else:
-        raise StrategyCheckError(f"unknown poll_signal {strategy.poll_signal!r}")
+        raise StrategyCheckError(
+            f"round {ctx.round}: polls {polled} but declares no poll signal in requires"
+            ' ("poll_loss" or "update_vector")'
+        )
     return dataclasses.replace(ctx, features=features)
 
 

@@ -8,7 +8,7 @@ or loss (eq. (8)), averaged per client and given an exploration bonus that grows
 training, alpha = rho t / T (eqs. (6)-(7)); the K clients with the largest bound are
 selected (Algorithm 1). Before the first round every client computes its projection
 once (Algorithm 1, "Initialization"), which netfl simulates as a poll of all candidates
-for an update vector (``choose_polled`` with ``poll_signal = "update_vector"``).
+for an update vector (``choose_polled``, with ``"update_vector"`` in ``requires``).
 """
 
 from __future__ import annotations
@@ -133,7 +133,6 @@ class GPFL(Strategy):
     """
 
     requires = frozenset({"update_vector"})
-    poll_signal = "update_vector"
 
     def __init__(
         self,

@@ -103,7 +103,6 @@ class PowD(_PowerOfChoice):
     """
 
     requires = frozenset({"poll_loss"})
-    poll_signal = "poll_loss"
 
     def setup(self, info: PopulationInfo, rng: np.random.Generator) -> None:
         super().setup(info, rng)
