@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from netfl._version import __version__
 from netfl.checkpoint.resume import OpenRun, open_run
@@ -106,11 +105,6 @@ def _radio_summary(world: World) -> dict[str, float]:
     return summary() if callable(summary) else {}
 
 
-def _sorted_by_time(table: pa.Table) -> pa.Table:
-    order = np.argsort(table.column("t_s").to_numpy(), kind="stable")
-    return table.take(pa.array(order))
-
-
 def write_results(
     world: World, run_dir: Path, summary: dict[str, Any], clock_s: float | None = None
 ) -> None:
@@ -120,7 +114,7 @@ def write_results(
     summary gets ``wall_write_s`` (writing the tables) and ``wall_total_s`` (from
     ``clock_s`` to the tables written) before it is written."""
     write_start = time.perf_counter()
-    write_parquet(run_dir / "timeline.parquet", _sorted_by_time(world.timeline.to_arrow()))
+    write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())

@@ -28,3 +28,29 @@ def test_optional_columns_are_null_where_not_set():
 def test_unknown_columns_are_still_refused():
     with pytest.raises(KeyError, match="not timeline columns"):
         Timeline().record(0.0, "x", speed=3.0)
+
+
+def test_sorted_by_time_is_a_stable_sort_of_every_column():
+    # Events recorded out of time order (t 2, 1, 2, 0, 1): the sorted table is the stable
+    # sort by t_s, value and optional columns moving with their rows.
+    timeline = Timeline()
+    timeline.record(2.0, "a", 0, 1, bits=10.0)
+    timeline.record(1.0, "b", 0, 2, n_rb=3.0, direction="ul")
+    timeline.record(2.0, "c", 1, 3)
+    timeline.record(0.0, "a", 1, 4, duration_s=5.0)
+    timeline.record(1.0, "c", 2, 5, direction="dl")
+    table = timeline.to_arrow(sort_by_time=True).to_pydict()
+    assert table["t_s"] == [0.0, 1.0, 1.0, 2.0, 2.0]
+    assert table["client"] == [4, 2, 5, 1, 3]
+    assert table["kind"] == ["a", "b", "c", "a", "c"]
+    assert table["duration_s"][0] == 5.0 and table["bits"][3] == 10.0
+    assert table["n_rb"] == [None, 3.0, None, None, None]
+    assert table["direction"] == [None, "ul", "dl", None, None]
+    # Recording order unless asked; and a timeline already in order is returned as is.
+    assert timeline.to_arrow().column("client").to_pylist() == [1, 2, 3, 4, 5]
+    ordered = Timeline()
+    for t in (0.0, 1.0, 1.0, 3.0):
+        ordered.record(t, "a")
+    sorted_, plain = ordered.to_arrow(sort_by_time=True), ordered.to_arrow()
+    assert sorted_.column("t_s").to_pylist() == [0.0, 1.0, 1.0, 3.0]
+    assert sorted_.to_pandas().equals(plain.to_pandas())  # NaN-aware

@@ -167,21 +167,34 @@ class Timeline:
             column[row] = value
         return pa.array(column, OPTIONAL_COLUMNS[name])
 
-    def to_arrow(self) -> pa.Table:
+    def to_arrow(self, *, sort_by_time: bool = False) -> pa.Table:
+        """The events as an Arrow table, in recording order, or with ``sort_by_time``
+        stably sorted by ``t_s`` (what ``timeline.parquet`` holds). The sort permutes the
+        numpy columns before Arrow sees them, and is skipped when the events were recorded
+        in time order (the usual case), so the table is built once, without a sorted copy."""
+        t = np.frombuffer(self._t, dtype=np.float64)
+        order: np.ndarray | None = None
+        if sort_by_time and len(t) > 1 and not bool(np.all(t[1:] >= t[:-1])):
+            order = np.argsort(t, kind="stable")
+
+        def arranged(values: np.ndarray) -> np.ndarray:
+            return values if order is None else values[order]
+
         kinds = pa.DictionaryArray.from_arrays(
-            pa.array(np.frombuffer(self._kind, dtype=np.int16), pa.int16()),
+            pa.array(arranged(np.frombuffer(self._kind, dtype=np.int16)), pa.int16()),
             pa.array(list(self._codes), pa.string()),
         )
         columns = [
-            pa.array(np.frombuffer(self._t, dtype=np.float64), pa.float64()),
-            pa.array(np.frombuffer(self._round, dtype=np.int32), pa.int32()),
-            pa.array(np.frombuffer(self._client, dtype=np.int32), pa.int32()),
+            pa.array(arranged(t), pa.float64()),
+            pa.array(arranged(np.frombuffer(self._round, dtype=np.int32)), pa.int32()),
+            pa.array(arranged(np.frombuffer(self._client, dtype=np.int32)), pa.int32()),
             kinds,
-            *(pa.array(self._column(name), pa.float64()) for name in VALUE_COLUMNS),
+            *(pa.array(arranged(self._column(name)), pa.float64()) for name in VALUE_COLUMNS),
         ]
         schema = SCHEMA
         for name, dtype in OPTIONAL_COLUMNS.items():
             if self._rows[name]:
-                columns.append(self._optional_column(name))
+                optional = self._optional_column(name)
+                columns.append(optional if order is None else optional.take(pa.array(order)))
                 schema = schema.append(pa.field(name, dtype))
         return pa.Table.from_arrays(columns, schema=schema)
