@@ -29,15 +29,25 @@ def as_runs(runs: RunsLike) -> Runs:
 
 
 def groups(runs: RunsLike) -> list[tuple[str, list[Run]]]:
-    """Runs grouped by configuration, in first-seen order."""
+    """Runs grouped by configuration, in first-seen order.
+
+    A single run's label is empty: its report already names it, so its legends do not
+    repeat the name (matplotlib leaves empty labels out of legends; see :func:`labelled`).
+    """
     all_runs = as_runs(runs)
     labels = all_runs.configuration().to_numpy() if len(all_runs) > 1 else ["run"]
     grouped: dict[str, list[Run]] = {}
     for label, run in zip(labels, all_runs, strict=True):
         grouped.setdefault(str(label), []).append(run)
     if len(grouped) == 1 and len(all_runs) == 1:
-        return [(all_runs[0].id, list(all_runs))]
+        return [("", list(all_runs))]
     return list(grouped.items())
+
+
+def labelled(label: str, *details: str) -> str:
+    """A legend label: the configuration's, then details, joined by ", "; a single run's
+    (empty) label gives the details alone."""
+    return ", ".join(part for part in (label, *details) if part)
 
 
 def mean_band(matrix: np.ndarray, band: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

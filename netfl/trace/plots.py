@@ -32,7 +32,15 @@ from matplotlib.ticker import MaxNLocator
 
 from netfl.errors import MissingDataError
 from netfl.trace import metrics
-from netfl.trace.drawing import RunsLike, as_runs, draw_mean, finish, groups, message
+from netfl.trace.drawing import (
+    RunsLike,
+    as_runs,
+    draw_mean,
+    finish,
+    groups,
+    labelled,
+    message,
+)
 from netfl.trace.phases import PHASES
 from netfl.trace.run import Run
 
@@ -221,7 +229,7 @@ def pull_counts(runs: RunsLike) -> Figure:
             counts.index + k * width,
             counts.to_numpy(),
             width=width,
-            label=f"{label} (Jain {fairness:.3f})",
+            label=labelled(label, f"Jain {fairness:.3f}"),
         )
     ax.set(xlabel="client", ylabel="times selected")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -291,7 +299,7 @@ def sinr_cdf(runs: RunsLike) -> Figure:
                 np.arange(1, values.size + 1) / values.size,
                 style,
                 where="post",
-                label=f"{label}, {name}",
+                label=labelled(label, name),
             )
             drawn = True
     if not drawn:

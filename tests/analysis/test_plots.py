@@ -121,3 +121,23 @@ def test_figures_save_with_agg(tmp_path, runs):
     for make in (plots.accuracy_vs_time, plots.round_times, plots.pull_counts):
         make(runs).savefig(tmp_path / "f.png")
         assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _legend_texts(fig: Figure) -> list[str]:
+    legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
+    return [t.get_text() for legend in legends if legend is not None for t in legend.texts]
+
+
+def test_a_single_runs_legends_do_not_repeat_its_name(runs):
+    # Issue 18: the report names the run; its legends said it again in every figure.
+    run = runs[0]
+    for figure in (
+        plots.accuracy_vs_round(run),
+        plots.accuracy_vs_time(run),
+        plots.pull_counts(run),
+        plots.rate_cdf(run),
+    ):
+        assert not any(run.id in text for text in _legend_texts(figure))
+    assert _legend_texts(plots.pull_counts(run))[0].startswith("Jain ")
+    # Several configurations keep their labels.
+    assert len(_legend_texts(plots.pull_counts(runs))) == 2
