@@ -1,5 +1,3 @@
-import sys
+from netfl.cli import entry
 
-from netfl.cli import main
-
-sys.exit(main())
+entry()
