@@ -386,7 +386,11 @@ def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(8, 1.5 + 0.4 * len(table)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(table))
-    ax.barh(y, table["time_to_target_s_mean"], xerr=table["time_to_target_s_ci95"], capsize=3)
+    mean = table["time_to_target_s_mean"].to_numpy(float)
+    half = table["time_to_target_s_ci95"].to_numpy(float)
+    # A time is never negative: the interval's lower arm stops at 0 (asymmetric bars).
+    lower = np.minimum(half, np.maximum(mean, 0.0))
+    ax.barh(y, mean, xerr=np.vstack([lower, half]), capsize=3)
     ax.set_yticks(y, table.index, fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("time to target accuracy (simulated s), mean and 95% CI")

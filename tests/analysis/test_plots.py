@@ -141,3 +141,20 @@ def test_a_single_runs_legends_do_not_repeat_its_name(runs):
     assert _legend_texts(plots.pull_counts(run))[0].startswith("Jain ")
     # Several configurations keep their labels.
     assert len(_legend_texts(plots.pull_counts(runs))) == 2
+
+
+def test_time_to_target_bars_never_reach_below_zero():
+    # Issue 18: a mean of 100 s with a CI half-width of 300 s drew a bar to -200 s.
+    table = pd.DataFrame(
+        {"time_to_target_s_mean": [100.0, 500.0], "time_to_target_s_ci95": [300.0, 50.0]},
+        index=["a", "b"],
+    )
+    fig = plots.time_to_accuracy_bars(table)
+    from matplotlib.container import ErrorbarContainer
+
+    (errors,) = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    segments = errors.lines[2][0].get_segments()
+    lows = [min(seg[0][0], seg[1][0]) for seg in segments]
+    highs = [max(seg[0][0], seg[1][0]) for seg in segments]
+    assert lows == pytest.approx([0.0, 450.0])
+    assert highs == pytest.approx([400.0, 550.0])
