@@ -34,17 +34,13 @@ from typing import Literal
 
 import numpy as np
 
-from channel_models.protocol import OutOfRange
+from channel_models.protocol import OutOfRange, checked_distances
 
 SPEED_OF_LIGHT_M_S = 3.0e8
 FREQUENCY_RANGE_HZ = (2.0e9, 6.0e9)
 
 Environment = Literal["umi", "uma"]
 Condition = Literal["los", "nlos", "mixed"]
-
-
-class OutOfValidityError(ValueError):
-    """An input lies outside a model's range of validity (and clipping was not asked for)."""
 
 
 def _ghz(frequency_hz: float | np.ndarray) -> np.ndarray:
@@ -181,17 +177,11 @@ class M2135Model:
 
     def check_distance(self, distance_m: np.ndarray, out_of_range: OutOfRange) -> np.ndarray:
         """Return the distances to use: unchanged if valid, clipped, or refused (raises)."""
-        d = np.asarray(distance_m, dtype=float)
-        low, high = self.distance_range_m()
-        outside = (d < low - 1e-9) | (d > high + 1e-9)
-        if not np.any(outside):
-            return d
-        if out_of_range == "clip":
-            return np.clip(d, low, high)
-        bad = d[outside]
-        raise OutOfValidityError(
-            f"{bad.size} distance(s) outside the {self.environment}_{self.condition} model's"
-            f" validity [{low:g}, {high:g}] m (e.g. {bad[0]:.1f} m)"
+        return checked_distances(
+            distance_m,
+            self.distance_range_m(),
+            out_of_range,
+            f"{self.environment}_{self.condition}",
         )
 
     def pathloss_db(

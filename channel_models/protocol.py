@@ -19,6 +19,29 @@ import numpy as np
 OutOfRange = Literal["refuse", "clip"]
 
 
+class OutOfValidityError(ValueError):
+    """An input lies outside a model's range of validity (and clipping was not asked for)."""
+
+
+def checked_distances(
+    distance_m: np.ndarray, valid_m: tuple[float, float], out_of_range: OutOfRange, model: str
+) -> np.ndarray:
+    """``ChannelModel.check_distance`` for models valid on one interval of distances: the
+    distances unchanged if valid, clipped to it, or refused naming ``model``."""
+    d = np.asarray(distance_m, dtype=float)
+    low, high = valid_m
+    outside = (d < low - 1e-9) | (d > high + 1e-9)
+    if not np.any(outside):
+        return d
+    if out_of_range == "clip":
+        return np.clip(d, low, high)
+    bad = d[outside]
+    raise OutOfValidityError(
+        f"{bad.size} distance(s) outside the {model} model's validity [{low:g}, {high:g}] m"
+        f" (e.g. {bad[0]:.1f} m)"
+    )
+
+
 @runtime_checkable
 class ChannelModel(Protocol):
     """A path-loss model: median loss, LOS probability, shadowing and validity."""

@@ -51,8 +51,7 @@ from typing import Literal
 
 import numpy as np
 
-from channel_models.itu_m2135 import OutOfValidityError
-from channel_models.protocol import OutOfRange
+from channel_models.protocol import OutOfRange, checked_distances
 
 SPEED_OF_LIGHT_M_S = 3.0e8
 EFFECTIVE_ENVIRONMENT_HEIGHT_M = 1.0
@@ -238,17 +237,9 @@ class ThreeGppModel:
         return found
 
     def check_distance(self, distance_m: np.ndarray, out_of_range: OutOfRange) -> np.ndarray:
-        d = np.asarray(distance_m, dtype=float)
-        low, high = self.distance_range_m()
-        outside = (d < low - 1e-9) | (d > high + 1e-9)
-        if not np.any(outside):
-            return d
-        if out_of_range == "clip":
-            return np.clip(d, low, high)
-        bad = d[outside]
-        raise OutOfValidityError(
-            f"{bad.size} distance(s) outside the {self.release} {self.environment}"
-            f" model's validity [{low:g}, {high:g}] m (e.g. {bad[0]:.1f} m)"
+        """Return the distances to use: unchanged if valid, clipped, or refused (raises)."""
+        return checked_distances(
+            distance_m, self.distance_range_m(), out_of_range, f"{self.release} {self.environment}"
         )
 
     def pathloss_db(

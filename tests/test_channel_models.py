@@ -21,10 +21,10 @@ from channel_models.itu_m2135 import (
     UMI,
     UMI_LOS,
     UMI_NLOS,
-    OutOfValidityError,
     breakpoint_distance_m,
     los_probability,
 )
+from channel_models.protocol import OutOfValidityError
 from channel_models.rate import CQI_EFFICIENCY_BPS_HZ, LteCqi, Shannon, ShannonWithLoss
 from netfl.registry import channel_models
 

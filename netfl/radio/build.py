@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import simpy
 
-from channel_models.itu_m2135 import OutOfValidityError
 from channel_models.nr import NrCqi
+from channel_models.protocol import OutOfValidityError
 from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
