@@ -12,7 +12,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -124,5 +124,17 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def write_parquet(path: Path, table: pa.Table) -> None:
     def write(tmp: str) -> None:
         pq.write_table(table, tmp, compression="zstd")
+
+    _atomic(path, write)
+
+
+def write_parquet_stream(path: Path, schema: pa.Schema, tables: Iterable[pa.Table]) -> None:
+    """One Parquet file from ``tables`` written one after another (a row group or more
+    each), so only one of them need be in memory at a time."""
+
+    def write(tmp: str) -> None:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for table in tables:
+                writer.write_table(table)
 
     _atomic(path, write)

@@ -29,6 +29,7 @@ from netfl.errors import Terminated
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
+from netfl.trace.streaming import TimelineStream
 from netfl.trace.tables import RoundRecord, clients_table, rounds_table
 from netfl.world import World, build_world
 
@@ -106,15 +107,25 @@ def _radio_summary(world: World) -> dict[str, float]:
 
 
 def write_results(
-    world: World, run_dir: Path, summary: dict[str, Any], clock_s: float | None = None
+    world: World,
+    run_dir: Path,
+    summary: dict[str, Any],
+    clock_s: float | None = None,
+    stream: TimelineStream | None = None,
 ) -> None:
     """Write the tables and the summary (atomic per file).
+
+    With ``stream``, the timeline parts it wrote during the run become ``timeline.parquet``
+    (:mod:`netfl.trace.streaming`); without, the timeline is written from memory.
 
     With ``clock_s`` (the :func:`time.perf_counter` reading at the run's start), the
     summary gets ``wall_write_s`` (writing the tables) and ``wall_total_s`` (from
     ``clock_s`` to the tables written) before it is written."""
     write_start = time.perf_counter()
-    write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
+    if stream is not None:
+        stream.finish()
+    else:
+        write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())
@@ -220,6 +231,7 @@ def _run(
     ``wall_training_s`` in the learner (local training, polls, aggregation, evaluation);
     ``wall_write_s`` writing the tables; ``wall_total_s`` all of it. ``wall_time_s``
     (build and run: to the end of the simulation) is kept for existing readers."""
+    stream = _stream_timeline(world, run_dir)
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
@@ -250,8 +262,23 @@ def _run(
             summary["wall_run_s"] = end_s - wall_start
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
-            write_results(world, run_dir, summary, clock_s)
+            write_results(world, run_dir, summary, clock_s, stream)
     return RunResult(run_dir, summary)
+
+
+def _stream_timeline(world: World, run_dir: Path) -> TimelineStream:
+    """Write the timeline into ``run_dir`` in parts as rounds end (clearing the parts a
+    killed run left), so the rows held stay under one part whatever the rounds."""
+    stream = TimelineStream(world.timeline, run_dir)
+    server, then = world.server, world.server.on_round
+
+    def end_of_round(record: RoundRecord) -> None:
+        stream.round_ended()
+        if then is not None:
+            then(record)
+
+    server.on_round = end_of_round
+    return stream
 
 
 def _blas_threads(scenario: Scenario) -> contextlib.AbstractContextManager[Any]:

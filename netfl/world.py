@@ -25,7 +25,7 @@ from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
 from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import Timeline
+from netfl.trace.timeline import OPTIONAL_COLUMNS, Timeline
 
 
 @dataclass
@@ -62,7 +62,9 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     """Build the SimPy environment and every component of the run."""
     streams = Streams(scenario.seed)
     env = simpy.Environment()
-    timeline = Timeline()
+    # The schema is fixed up front, so the timeline can be written in parts (one schema).
+    rb_log = getattr(scenario.radio, "record_rb_allocations", False)
+    timeline = Timeline(optional=OPTIONAL_COLUMNS if rb_log else ())
     population = build_population(scenario.devices, streams)
     n = population.n_clients
     radio = build_radio(scenario, env, streams, timeline, n)

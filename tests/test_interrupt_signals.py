@@ -4,7 +4,9 @@ process: each leaves a run directory with a status in ``summary.json``, and
 
 SIGINT and SIGTERM let the run write what it recorded (``interrupted``, exit 130;
 ``terminated``, exit 143) and a last checkpoint; SIGKILL leaves ``status: running`` and
-the last periodic checkpoint (``fl.checkpoint_every: 1``), from which the run resumes.
+the last periodic checkpoint (``fl.checkpoint_every: 1``), from which the run resumes, and
+the timeline parts written so far (issue 16, item 3; a part every few rounds here), which
+:func:`netfl.load_run` reads.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from netfl import load_run
 from netfl.checkpoint.store import checkpoint_path
 from netfl.cli import main
 from netfl.selection.random import RandomSelection
+from netfl.trace import streaming
 from tests.test_resume import assert_same_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 8
+PART_ROWS = 30
+"""Timeline rows held before a round's end writes them out (a round's worth or so)."""
 
 
 class SlowRandom(RandomSelection):
@@ -55,8 +60,9 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float = 6
     ],
 )
 def test_a_signal_mid_run_leaves_a_resumable_run(
-    signum, code, status, write_scenario, tiny, tmp_path
+    signum, code, status, write_scenario, tiny, tmp_path, monkeypatch
 ):
+    monkeypatch.setattr(streaming, "PART_ROWS", PART_ROWS)  # both runs write parts alike
     tiny["fl"].update({"rounds": ROUNDS, "model_size_bits": 1.0e6})
     tiny["learning"] = "none"  # a process without torch starts in about 1 s
     tiny["selection"] = {"name": "tests.test_interrupt_signals:SlowRandom"}
@@ -68,7 +74,11 @@ def test_a_signal_mid_run_leaves_a_resumable_run(
 
     tiny["fl"]["checkpoint_every"] = 1
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "netfl", "simulate", str(write_scenario(tiny))]
+    netfl = (
+        f"import netfl.trace.streaming as s; s.PART_ROWS = {PART_ROWS};"
+        " import netfl.cli, sys; sys.exit(netfl.cli.main())"
+    )
+    command = [sys.executable, "-c", netfl, "simulate", str(write_scenario(tiny))]
     process = subprocess.Popen(
         [*command, "--out", str(run), "--quiet"],
         cwd=ROOT,
@@ -76,6 +86,8 @@ def test_a_signal_mid_run_leaves_a_resumable_run(
         stderr=subprocess.PIPE,
     )
     _wait_for(checkpoint_path(run), process)  # round 0 is done: we are mid-run
+    if signum == signal.SIGKILL:
+        _wait_for(run / streaming.PARTS_DIR / "part-00001.parquet", process)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == code, err.decode()
@@ -87,7 +99,19 @@ def test_a_signal_mid_run_leaves_a_resumable_run(
         assert 1 <= summary["rounds"] < ROUNDS
         loaded = load_run(run)  # readable: what was recorded so far
         assert len(loaded.rounds.dropna(subset=["t_end_s"])) == summary["rounds"]
+        assert not (run / streaming.PARTS_DIR).exists()
+    else:
+        # No tables, but the timeline up to the last part written, as the whole run's start.
+        assert not (run / "timeline.parquet").exists()
+        parts = streaming.part_paths(run)
+        assert len(parts) >= 2
+        partial = load_run(run).timeline
+        assert len(partial) >= PART_ROWS * len(parts)
+        start = load_run(whole).timeline.iloc[: len(partial)]
+        assert partial["t_s"].tolist() == start["t_s"].tolist()
+        assert partial["kind"].astype(str).tolist() == start["kind"].astype(str).tolist()
 
     assert main(["simulate", "--resume", str(run), "--quiet"]) == 0
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
     assert_same_tables(whole, run)
+    assert not (run / streaming.PARTS_DIR).exists()

@@ -15,8 +15,10 @@ import pickle
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
+from netfl import load_run
 from netfl.checkpoint.store import checkpoint_path, read_checkpoint
 from netfl.scenario import scenario_from_data
 from netfl.simulation import resume, simulate
@@ -135,6 +137,35 @@ def test_resume_from_a_periodic_checkpoint(tiny, tmp_path, monkeypatch):
     assert read_checkpoint(tmp_path / "run").round == 4
     assert resume(tmp_path / "run").summary["resumed_from_round"] == 4
     assert_same_tables(tmp_path / "whole", tmp_path / "run")
+
+
+def test_a_killed_streamed_run_resumes_over_its_stale_timeline_parts(tiny, tmp_path, monkeypatch):
+    """Timeline parts of ~2 rounds (background flows and polls across their boundaries):
+    a run killed (nothing written at the end) leaves parts; the resumed run clears them,
+    writes them again as it replays, and ends byte-identical to an uninterrupted run."""
+    from netfl import simulation
+    from netfl.checkpoint.session import Checkpointer
+    from netfl.trace import streaming
+
+    monkeypatch.setattr(streaming, "PART_ROWS", 60)
+    data = busy(tiny, "pow_d")
+    simulate(scenario_from_data(data), tmp_path / "whole")
+    data["fl"]["checkpoint_every"] = 1
+    run = tmp_path / "run"
+    with monkeypatch.context() as patch:  # kill -9 in round 5: nothing written at the end
+        patch.setattr(simulation, "write_results", lambda *args, **kwargs: None)
+        patch.setattr(Checkpointer, "save_latest", lambda self: None)
+        stop_at(patch, _strategy_class("pow_d"), 5)
+        with pytest.raises(KeyboardInterrupt):
+            simulate(scenario_from_data(data), run)
+    left = streaming.part_paths(run)
+    assert len(left) >= 2 and not (run / "timeline.parquet").exists()
+    assert len(load_run(run).timeline) >= 60 * len(left)
+    left[-1].write_bytes(b"a part the resumed run must not keep")
+    assert resume(run).summary["resumed_from_round"] == 5
+    assert not (run / streaming.PARTS_DIR).exists()
+    assert_same_tables(tmp_path / "whole", run)
+    assert pq.ParquetFile(run / "timeline.parquet").metadata.num_row_groups >= 3
 
 
 def test_a_resumed_run_can_be_interrupted_and_resumed_again(tiny, tmp_path, monkeypatch):

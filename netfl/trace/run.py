@@ -23,6 +23,7 @@ from netfl.errors import MissingDataError, RunReadError, ScenarioError
 from netfl.rundir import is_run_directory
 from netfl.trace import learning_metrics, metrics, phases, rb
 from netfl.trace.runs import Runs
+from netfl.trace.streaming import TIMELINE_FILE, read_parts
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -130,7 +131,10 @@ class Run:
 
     @cached_property
     def timeline(self) -> pd.DataFrame:
-        return read_table(self.path / "timeline.parquet")
+        """``timeline.parquet``, or the parts of it a run still going or killed has written
+        (:mod:`netfl.trace.streaming`)."""
+        parts = read_parts(self.path)
+        return read_table(self.path / TIMELINE_FILE) if parts is None else parts
 
     @cached_property
     def rounds(self) -> pd.DataFrame:

@@ -92,21 +92,46 @@ class Timeline:
     Columns are typed arrays (8 bytes a value or less), kinds are small integer codes, and
     value and optional columns are stored sparsely (row index, value) and filled with NaN
     (or null) on export, so a million events take tens of megabytes.
+
+    ``optional`` fixes the optional columns up front (a streamed timeline's parts must all
+    have one schema): exactly those are exported, null where no event sets them, and an
+    event setting another is refused. Without it (``None``) an optional column is exported
+    when some event sets it. :meth:`drain` hands over the rows held so far (written as a
+    part by :mod:`netfl.trace.streaming`) and forgets them; ``len`` counts every row.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, optional: Iterable[str] | None = None) -> None:
+        fixed = None if optional is None else set(optional)
+        if fixed is not None and not fixed <= OPTIONAL_COLUMNS.keys():
+            raise KeyError(
+                f"not optional timeline columns: {sorted(fixed - OPTIONAL_COLUMNS.keys())}"
+            )
+        self._fixed = None if fixed is None else tuple(n for n in OPTIONAL_COLUMNS if n in fixed)
+        self._codes: dict[str, int] = {}
+        self._n_drained = 0
+        self._drained_until_s = -math.inf
+        self._clear()
+
+    def _clear(self) -> None:
+        """Empty the buffers (the kind codes stay: every part uses the same ones)."""
+        optional = tuple(OPTIONAL_COLUMNS) if self._fixed is None else self._fixed
         self._t = array("d")
         self._round = array("i")
         self._client = array("i")
         self._kind = array("h")
-        self._codes: dict[str, int] = {}
         self._rows: dict[str, array[int]] = {
-            name: array("q") for name in (*VALUE_COLUMNS, *OPTIONAL_COLUMNS)
+            name: array("q") for name in (*VALUE_COLUMNS, *optional)
         }
         self._values: dict[str, array[float]] = {name: array("d") for name in VALUE_COLUMNS}
-        self._optional: dict[str, list[object]] = {name: [] for name in OPTIONAL_COLUMNS}
+        self._optional: dict[str, list[object]] = {name: [] for name in optional}
 
     def __len__(self) -> int:
+        """Rows recorded, drained or not."""
+        return self._n_drained + len(self._t)
+
+    @property
+    def buffered(self) -> int:
+        """Rows recorded and not drained yet: the ones held in memory."""
         return len(self._t)
 
     def _code(self, kind: str) -> int:
@@ -168,10 +193,11 @@ class Timeline:
         return pa.array(column, OPTIONAL_COLUMNS[name])
 
     def to_arrow(self, *, sort_by_time: bool = False) -> pa.Table:
-        """The events as an Arrow table, in recording order, or with ``sort_by_time``
-        stably sorted by ``t_s`` (what ``timeline.parquet`` holds). The sort permutes the
-        numpy columns before Arrow sees them, and is skipped when the events were recorded
-        in time order (the usual case), so the table is built once, without a sorted copy."""
+        """The events held (all of them unless some were drained) as an Arrow table, in
+        recording order, or with ``sort_by_time`` stably sorted by ``t_s`` (what
+        ``timeline.parquet`` holds). The sort permutes the numpy columns before Arrow sees
+        them, and is skipped when the events were recorded in time order (the usual case),
+        so the table is built once, without a sorted copy."""
         t = np.frombuffer(self._t, dtype=np.float64)
         order: np.ndarray | None = None
         if sort_by_time and len(t) > 1 and not bool(np.all(t[1:] >= t[:-1])):
@@ -193,8 +219,29 @@ class Timeline:
         ]
         schema = SCHEMA
         for name, dtype in OPTIONAL_COLUMNS.items():
-            if self._rows[name]:
+            if name in self._optional and (self._fixed is not None or self._rows[name]):
                 optional = self._optional_column(name)
                 columns.append(optional if order is None else optional.take(pa.array(order)))
                 schema = schema.append(pa.field(name, dtype))
         return pa.Table.from_arrays(columns, schema=schema)
+
+    def drain(self) -> pa.Table:
+        """The rows held, sorted by time (:meth:`to_arrow`), and forget them.
+
+        Events are recorded at the simulated time they happen, or (a response) earlier in
+        the same round, so rows drained at a round's end never precede a row drained
+        before: the drained tables, concatenated, are the whole timeline sorted by time. A
+        row recorded at a time already drained breaks that, and raises."""
+        t = np.frombuffer(self._t, dtype=np.float64)
+        if len(t) and float(t.min()) < self._drained_until_s:
+            raise RuntimeError(
+                f"a timeline event at t={float(t.min())!r} s was recorded after the events up"
+                f" to t={self._drained_until_s!r} s were written out"
+            )
+        table = self.to_arrow(sort_by_time=True)
+        if len(t):
+            self._drained_until_s = float(t.max())
+        self._n_drained += len(t)
+        del t  # the buffer it views is replaced
+        self._clear()
+        return table
