@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from netfl.errors import RunDirectoryError
@@ -124,6 +125,16 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def write_parquet(path: Path, table: pa.Table) -> None:
     def write(tmp: str) -> None:
         pq.write_table(table, tmp, compression="zstd")
+
+    _atomic(path, write)
+
+
+def write_arrow(path: Path, table: pa.Table) -> None:
+    """An Arrow IPC file (Feather v2), LZ4-compressed: ten times faster to write than
+    Parquet, for files the run reads back itself."""
+
+    def write(tmp: str) -> None:
+        feather.write_feather(table, tmp, compression="lz4")
 
     _atomic(path, write)
 

@@ -87,7 +87,7 @@ def test_a_signal_mid_run_leaves_a_resumable_run(
     )
     _wait_for(checkpoint_path(run), process)  # round 0 is done: we are mid-run
     if signum == signal.SIGKILL:
-        _wait_for(run / streaming.PARTS_DIR / "part-00001.parquet", process)
+        _wait_for(run / streaming.PARTS_DIR / "part-00001.arrow", process)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == code, err.decode()

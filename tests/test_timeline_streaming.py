@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
@@ -40,9 +41,9 @@ def test_parts_are_written_at_round_ends_and_the_whole_is_their_concatenation(tm
     assert stream.peak_buffered <= 10 + ROWS_PER_ROUND
     assert len(streamed) == 9 * ROWS_PER_ROUND
     parts = part_paths(tmp_path)
-    assert [p.name for p in parts] == [f"part-{i:05d}.parquet" for i in range(4)]
-    assert [pq.ParquetFile(p).metadata.num_rows for p in parts] == [16] * 4
-    concatenated = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    assert [p.name for p in parts] == [f"part-{i:05d}.arrow" for i in range(4)]
+    assert [feather.read_table(p).num_rows for p in parts] == [16] * 4
+    concatenated = pd.concat([feather.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
     stream.finish()
     assert not (tmp_path / PARTS_DIR).exists()
@@ -67,7 +68,7 @@ def test_a_short_run_writes_its_timeline_in_one_go(tmp_path):
 
 def test_a_new_stream_clears_the_parts_a_killed_run_left(tmp_path):
     (tmp_path / PARTS_DIR).mkdir()
-    (tmp_path / PARTS_DIR / "part-00007.parquet").write_bytes(b"stale")
+    (tmp_path / PARTS_DIR / "part-00007.arrow").write_bytes(b"stale")
     TimelineStream(Timeline(optional=()), tmp_path, part_rows=5)
     assert part_paths(tmp_path) == []
 
@@ -93,6 +94,12 @@ def test_fixed_optional_columns_are_exported_even_when_unset_and_others_refused(
         plain.record(0.0, "rb_allocation", n_rb=3.0)
     with pytest.raises(KeyError, match="not optional timeline columns"):
         Timeline(optional=["speed"])
+    assert rb.schema == table.schema and Timeline().schema is None
+
+
+def test_only_a_timeline_with_a_fixed_schema_is_streamed(tmp_path):
+    with pytest.raises(ValueError, match="optional columns fixed up front"):
+        TimelineStream(Timeline(), tmp_path)
 
 
 def _lte(tiny: dict[str, Any], rounds: int) -> dict[str, Any]:

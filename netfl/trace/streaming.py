@@ -1,10 +1,13 @@
 """The timeline written as the run goes (``timeline.parts/``), so memory stays flat in rounds.
 
 At a round's end, once the timeline holds :data:`PART_ROWS` rows or more, they are written
-as one complete Parquet file ``timeline.parts/part-NNNNN.parquet`` (sorted by time,
-written atomically) and forgotten. At the end of the run the parts are copied, one at a
-time, into ``timeline.parquet`` (one Parquet writer, a row group or more a part) and the
-folder is removed. A run that never reaches :data:`PART_ROWS` writes ``timeline.parquet``
+as one complete file ``timeline.parts/part-NNNNN.arrow`` (sorted by time, written
+atomically) and forgotten. At the end of the run the parts are copied, one at a time, into
+``timeline.parquet`` (one Parquet writer, a row group or more a part) and the folder is
+removed. The parts are Arrow IPC files (Feather v2, LZ4), not Parquet: a million rows
+take 0.01 s to write and read back against 0.09 s to encode as Parquet, so the timeline
+is encoded as Parquet once, as it was when it was held in memory (``docs/benchmarks.md``,
+"Streamed timeline"). A run that never reaches :data:`PART_ROWS` writes ``timeline.parquet``
 from memory in one go, as before streaming.
 
 A run killed mid-way (SIGKILL, power cut) keeps every part written so far: the timeline up
@@ -20,10 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from netfl.errors import RunReadError
-from netfl.rundir import write_parquet, write_parquet_stream
+from netfl.rundir import write_arrow, write_parquet, write_parquet_stream
 from netfl.trace.timeline import Timeline
 
 PART_ROWS = 1_000_000
@@ -32,13 +36,13 @@ column a row), a part of 10 to 20 MB on disk; the peak is this plus one round's 
 
 PARTS_DIR = "timeline.parts"
 TIMELINE_FILE = "timeline.parquet"
-_PART = "part-{:05d}.parquet"
+_PART = "part-{:05d}.arrow"
 
 
 def part_paths(run_dir: Path) -> list[Path]:
     """The complete parts in ``run_dir``, in order (temporary files of an unfinished write
     start with a dot and are not listed)."""
-    return sorted((run_dir / PARTS_DIR).glob("part-*.parquet"))
+    return sorted((run_dir / PARTS_DIR).glob("part-*.arrow"))
 
 
 class TimelineStream:
@@ -49,6 +53,8 @@ class TimelineStream:
     """
 
     def __init__(self, timeline: Timeline, run_dir: Path, part_rows: int | None = None) -> None:
+        if timeline.schema is None:
+            raise ValueError("a streamed timeline needs its optional columns fixed up front")
         self.timeline = timeline
         self.run_dir = run_dir
         self.part_rows = PART_ROWS if part_rows is None else part_rows
@@ -69,7 +75,7 @@ class TimelineStream:
     def _write_part(self) -> None:
         folder = self.run_dir / PARTS_DIR
         folder.mkdir(exist_ok=True)
-        write_parquet(folder / _PART.format(self.n_parts), self.timeline.drain())
+        write_arrow(folder / _PART.format(self.n_parts), self.timeline.drain())
         self.n_parts += 1
 
     def finish(self) -> None:
@@ -81,13 +87,9 @@ class TimelineStream:
             if self.timeline.buffered:
                 self._write_part()
             parts = part_paths(self.run_dir)
-            tables = (pq.read_table(part) for part in parts)
-            write_parquet_stream(path, pq.read_schema(parts[0]), tables)
+            tables = (feather.read_table(part) for part in parts)
+            write_parquet_stream(path, self.timeline.schema, tables)
         shutil.rmtree(self.run_dir / PARTS_DIR, ignore_errors=True)
-
-
-def _rows(paths: list[Path]) -> int:
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
 
 
 def read_parts(run_dir: Path) -> pd.DataFrame | None:
@@ -95,15 +97,19 @@ def read_parts(run_dir: Path) -> pd.DataFrame | None:
     None where ``timeline.parquet`` is the one to read.
 
     When both are there (a resumed run: the interrupted run's ``timeline.parquet`` and the
-    parts of the resumed one, both the start of the same timeline) the parts are read only
-    if they hold more rows."""
-    path = run_dir / TIMELINE_FILE
+    parts of the resumed one, both the start of the same timeline) the longer is read."""
     parts = part_paths(run_dir)
     if not parts:
         return None
     try:
-        if path.is_file() and _rows(parts) <= _rows([path]):
-            return None
-        return pa.concat_tables([pq.read_table(part) for part in parts]).to_pandas()
+        table = pa.concat_tables([feather.read_table(part) for part in parts])
     except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise RunReadError(f"{run_dir / PARTS_DIR}: not readable Parquet parts ({exc})") from None
+        raise RunReadError(f"{run_dir / PARTS_DIR}: not readable timeline parts ({exc})") from None
+    path = run_dir / TIMELINE_FILE
+    if path.is_file():
+        try:
+            if pq.ParquetFile(path).metadata.num_rows >= table.num_rows:
+                return None
+        except Exception:  # a bad timeline.parquet: read the parts
+            pass
+    return table.to_pandas()

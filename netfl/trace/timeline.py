@@ -130,6 +130,13 @@ class Timeline:
         return self._n_drained + len(self._t)
 
     @property
+    def schema(self) -> pa.Schema | None:
+        """The exported schema when the optional columns are fixed, else None."""
+        if self._fixed is None:
+            return None
+        return pa.schema([*SCHEMA, *(pa.field(n, OPTIONAL_COLUMNS[n]) for n in self._fixed)])
+
+    @property
     def buffered(self) -> int:
         """Rows recorded and not drained yet: the ones held in memory."""
         return len(self._t)
