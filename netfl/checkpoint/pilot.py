@@ -119,6 +119,31 @@ class PilotLearner:
     def global_update(self) -> np.ndarray:
         return np.zeros(0) if self.replaying else self.learner.global_update()
 
+    # Asynchronous protocols: the versions in flight at the checkpoint come back with
+    # ``restore_state``, so the replay keeps no versions and trains nothing.
+    def start_update(self, version: int, client: int) -> None:
+        if not self.replaying:
+            self.learner.start_update(version, client)
+
+    def finish_update(self, client: int) -> LocalResult:
+        if self.replaying:
+            return LocalResult.untrained(np.array([client]), self.learner.n_samples)
+        return self.learner.finish_update(client)
+
+    def cancel_update(self, client: int) -> None:
+        if not self.replaying:
+            self.learner.cancel_update(client)
+
+    def apply_updates(
+        self,
+        results: list[LocalResult],
+        versions: list[int],
+        coefficients: np.ndarray,
+        relative_to: str,
+    ) -> None:
+        if not self.replaying:
+            self.learner.apply_updates(results, versions, coefficients, relative_to)
+
     def evaluate(self) -> Evaluation:
         if not self.replaying:
             evaluation = self.learner.evaluate()

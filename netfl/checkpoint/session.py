@@ -46,6 +46,7 @@ class _Boundary:
     strategy: bytes
     learner: dict[str, Any]
     n_evaluations: int
+    n_decisions: int
     n_scores: int
     torch_rng: dict[str, Any]
 
@@ -116,6 +117,7 @@ class Checkpointer:
             strategy=pickle.dumps(self.strategy.strategy, protocol=pickle.HIGHEST_PROTOCOL),
             learner=self.learner.checkpoint_state(),
             n_evaluations=len(self.log.evaluations),
+            n_decisions=len(self.log.rounds),
             n_scores=len(world.server.score_log),
             torch_rng=torch_rng_state(),
         )
@@ -130,7 +132,7 @@ class Checkpointer:
             timeline_rows=at.timeline_rows,
             rounds=[(r.t_start_s, r.t_end_s, list(r.completed)) for r in records],
             decisions=DecisionLog(
-                self.log.rounds[: at.round], self.log.evaluations[: at.n_evaluations]
+                self.log.rounds[: at.n_decisions], self.log.evaluations[: at.n_evaluations]
             ),
             strategy=at.strategy,
             learner=at.learner,

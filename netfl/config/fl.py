@@ -11,6 +11,8 @@ from netfl.config.base import (
     Bits,
     NonNegativeBits,
     NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     PositiveSeconds,
     Probability,
@@ -19,23 +21,50 @@ from netfl.config.base import (
 )
 
 #: The distribution step each protocol uses unless ``fl.distribution`` says otherwise.
-DEFAULT_DISTRIBUTION = {"fedcs": "multicast", "fedavg": "unicast"}
+DEFAULT_DISTRIBUTION = {
+    "fedcs": "multicast",
+    "fedavg": "unicast",
+    "fedasync": "unicast",
+    "fedbuff": "unicast",
+}
+
+#: Protocols that keep clients training concurrently and aggregate as updates arrive.
+ASYNC_PROTOCOLS = frozenset({"fedasync", "fedbuff"})
+
+#: Keys that only asynchronous protocols read (refused under the synchronous ones).
+_ASYNC_KEYS = (
+    "concurrency",
+    "buffer_size",
+    "mixing_alpha",
+    "staleness_weight",
+    "staleness_exponent",
+    "staleness_hinge_a",
+    "staleness_hinge_b",
+    "server_lr",
+)
 
 
 class FLConfig(StrictModel):
     """The federated-learning protocol: rounds, budgets and deadlines."""
 
-    protocol: Literal["fedavg", "fedcs"] = Field(
+    protocol: Literal["fedavg", "fedcs", "fedasync", "fedbuff"] = Field(
         default="fedavg",
         description=(
             "fedavg: synchronous FedAvg, selected clients upload in parallel as soon as they"
             " are ready. fedcs: the FedCS protocol (Yoshida et al. 2020 Sec. II), uploads one"
             " after another in"
-            " the selection order (scheduled upload)."
+            " the selection order (scheduled upload). fedasync: asynchronous FedAsync (Xie,"
+            " Koyejo, Gupta 2019), each arriving update is mixed into the global model at"
+            " once. fedbuff: buffered asynchronous FedBuff (Nguyen et al. 2022), the server"
+            " applies the average of every buffer_size arrived updates. The asynchronous"
+            " protocols keep fl.concurrency clients training and count rounds as global"
+            " model versions (docs/protocol.md)."
         ),
     )
     rounds: PositiveInt | None = Field(
-        default=20, description="Number of rounds to run (null: until time_budget_s)."
+        default=20,
+        description="Number of rounds to run (null: until time_budget_s); for fedasync and"
+        " fedbuff, the number of global model versions (aggregations).",
     )
     time_budget_s: PositiveSeconds | None = Field(
         default=None,
@@ -97,7 +126,8 @@ class FLConfig(StrictModel):
         default=None,
         description=(
             "Round deadline T_round, from the round's start; later uploads are discarded"
-            " (null: wait for every selected client)."
+            " (null: wait for every selected client). For fedasync and fedbuff, each"
+            " client's deadline from the start of its download."
         ),
     )
     empty_round_wait_s: PositiveSeconds = Field(
@@ -123,11 +153,98 @@ class FLConfig(StrictModel):
         ),
     )
 
+    concurrency: PositiveInt | None = Field(
+        default=None,
+        description="fedasync, fedbuff: how many clients train at any time; when one"
+        " finishes or leaves, the strategy picks whom to start next (null: clients_per_round).",
+    )
+    buffer_size: PositiveInt | None = Field(
+        default=None,
+        description="fedbuff: updates buffered before the server applies their average (K in"
+        " Nguyen et al. 2022 Alg. 1; null: the concurrency in force). At most the concurrency.",
+    )
+    mixing_alpha: Probability = Field(
+        default=0.6,
+        gt=0,
+        description="fedasync: the mixing weight alpha in x_t = (1 - alpha_t) x_{t-1} + alpha_t"
+        " x_new, alpha_t = alpha s(staleness) (Xie, Koyejo, Gupta 2019, Alg. 1).",
+    )
+    staleness_weight: Literal["constant", "polynomial", "hinge"] = Field(
+        default="polynomial",
+        description="fedasync, fedbuff: the staleness function s(t) of an update t global"
+        " versions old (Xie, Koyejo, Gupta 2019, Sec. 5): constant 1; polynomial (1 + t)^-a"
+        " with a = staleness_exponent (FedBuff's 1/sqrt(1 + t) is a = 0.5); hinge 1 for"
+        " t <= b, else 1 / (a (t - b) + 1) with a, b = staleness_hinge_a, staleness_hinge_b.",
+    )
+    staleness_exponent: NonNegativeFloat = Field(
+        default=0.5, description="The exponent a of the polynomial staleness function."
+    )
+    staleness_hinge_a: NonNegativeFloat = Field(
+        default=10.0, description="The slope a of the hinge staleness function."
+    )
+    staleness_hinge_b: NonNegativeInt = Field(
+        default=4, description="The knee b of the hinge staleness function, in versions."
+    )
+    server_lr: PositiveFloat = Field(
+        default=1.0,
+        description="fedbuff: the server learning rate eta_g applied to the buffer's average"
+        " update (Nguyen et al. 2022 Alg. 1).",
+    )
+
     @model_validator(mode="after")
     def _stops(self) -> FLConfig:
         if self.rounds is None and self.time_budget_s is None:
             raise ValueError("set rounds, time_budget_s, or both: otherwise the run never ends")
         return self
+
+    @model_validator(mode="after")
+    def _asynchrony(self) -> FLConfig:
+        if not self.is_async:
+            defaults = type(self).model_fields
+            unused = [key for key in _ASYNC_KEYS if getattr(self, key) != defaults[key].default]
+            if unused:
+                raise ValueError(
+                    f"fl.{unused[0]} applies to the asynchronous protocols (fedasync, fedbuff),"
+                    f" not to fl.protocol {self.protocol}"
+                )
+            return self
+        if self.buffer_size is not None and self.buffer_size > self.concurrency_in_force:
+            raise ValueError(
+                f"fl.buffer_size ({self.buffer_size}) is larger than fl.concurrency"
+                f" ({self.concurrency_in_force}): the buffer would never fill"
+            )
+        if self.protocol == "fedasync" and self.buffer_size is not None:
+            raise ValueError("fl.buffer_size applies to fedbuff; fedasync applies every update")
+        if self.over_selection > 0:
+            raise ValueError(
+                f"fl.over_selection applies to synchronous rounds, not to {self.protocol}:"
+                " an asynchronous server keeps fl.concurrency clients training instead"
+            )
+        if self.distribution == "multicast":
+            raise ValueError(
+                f"fl.distribution multicast needs clients that start together; {self.protocol}"
+                " starts each client when a slot frees (use unicast or instant)"
+            )
+        return self
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the protocol is asynchronous (fedasync, fedbuff)."""
+        return self.protocol in ASYNC_PROTOCOLS
+
+    @property
+    def concurrency_in_force(self) -> int:
+        """Clients training at any time under an asynchronous protocol."""
+        return self.concurrency or self.clients_per_round
+
+    @property
+    def buffer_in_force(self) -> int:
+        """Updates per aggregation: fedbuff's buffer, 1 for fedasync, m for the others."""
+        if self.protocol == "fedasync":
+            return 1
+        if self.protocol == "fedbuff":
+            return self.buffer_size or self.concurrency_in_force
+        return self.clients_per_round
 
     @property
     def distribution_mode(self) -> str:

@@ -84,6 +84,15 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                 f" ({n_clients} devices)",
             )
         )
+    if scenario.fl.is_async and scenario.fl.concurrency_in_force > n_clients:
+        key = "concurrency" if scenario.fl.concurrency is not None else "clients_per_round"
+        problems.append(
+            Problem(
+                f"fl.{key}",
+                f"{scenario.fl.concurrency_in_force} clients training at once is more than the"
+                f" population ({n_clients} devices)",
+            )
+        )
     if scenario.learning is None and scenario.fl.model_size_bits is None:
         problems.append(
             Problem(

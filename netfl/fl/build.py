@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import simpy
@@ -72,8 +73,16 @@ def build_server(
         from netfl.fl.contexts import device_contexts
 
         contexts = device_contexts(learner, streams.get("devices.context_hash"))
-    return Server(
+    kind: type[Server] = Server
+    extra: dict[str, Any] = {}
+    if scenario.fl.is_async:
+        from netfl.fl.asynchronous import AsyncServer
+        from netfl.fl.protocols import aggregation_rule
+
+        kind, extra = AsyncServer, {"rule": aggregation_rule(scenario.fl)}
+    return kind(
         env,
+        **extra,
         config=scenario.fl,
         model_size_bits=model_size_bits,
         network=network,

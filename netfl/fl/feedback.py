@@ -54,15 +54,19 @@ def _transfer_time(out: Outcome, which: str) -> float:
 def round_feedback(
     record: RoundRecord,
     outcomes: list[Outcome],
-    distribution_start_s: float,
+    distribution_start_s: float | np.ndarray,
     local_loss: Mapping[int, float],
     features: Mapping[str, np.ndarray],
     signals: Mapping[str, np.ndarray],
 ) -> RoundFeedback:
-    """Build the strategy's feedback from the round's outcomes (in selection order)."""
+    """Build the strategy's feedback from the round's outcomes (in selection order).
+
+    ``distribution_start_s``: when the model started going down, one time for the round or
+    one per outcome (asynchronous protocols start each client on its own)."""
+    starts = np.broadcast_to(np.asarray(distribution_start_s, dtype=float), (len(outcomes),))
     exchange = [
-        out.upload.end_s - distribution_start_s if out.upload is not None else math.nan
-        for out in outcomes
+        out.upload.end_s - start if out.upload is not None else math.nan
+        for out, start in zip(outcomes, starts.tolist(), strict=True)
     ]
     return RoundFeedback(
         round=record.round,
@@ -85,7 +89,7 @@ def round_feedback(
         upload_wait_s=np.array([o.upload_wait_s for o in outcomes]),
         features=features,
         observed_update_time_s=np.array(
-            [o.observed_update_s(distribution_start_s) for o in outcomes]
+            [o.observed_update_s(start) for o, start in zip(outcomes, starts.tolist(), strict=True)]
         ),
         observed_upload_time_s=np.array([o.observed_upload_s() for o in outcomes]),
     )

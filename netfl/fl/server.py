@@ -303,7 +303,11 @@ class Server:
         features[Feature.POLLED] = polled
         return features
 
-    def _select(self, ctx: SelectionContext) -> Generator[simpy.Event, Any, list[int]]:
+    def _select(
+        self, ctx: SelectionContext, round_: int | None = None
+    ) -> Generator[simpy.Event, Any, list[int]]:
+        """The strategy's choice, checked, timed and logged (``round_``: the timeline's
+        round column, default ``ctx.round``)."""
         chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx))
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
@@ -314,7 +318,11 @@ class Server:
         if self.config.selection_time_s > 0:
             yield self.env.timeout(self.config.selection_time_s)
         self.timeline.record_many(
-            self.env.now, "select", ctx.round, chosen, duration_s=self.config.selection_time_s
+            self.env.now,
+            "select",
+            ctx.round if round_ is None else round_,
+            chosen,
+            duration_s=self.config.selection_time_s,
         )
         return chosen
 

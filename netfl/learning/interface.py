@@ -115,6 +115,20 @@ class Learner(Protocol):
 
     def global_update(self) -> np.ndarray: ...
 
+    def start_update(self, version: int, client: int) -> None: ...
+
+    def finish_update(self, client: int) -> LocalResult: ...
+
+    def cancel_update(self, client: int) -> None: ...
+
+    def apply_updates(
+        self,
+        results: list[LocalResult],
+        versions: list[int],
+        coefficients: np.ndarray,
+        relative_to: str,
+    ) -> None: ...
+
     def evaluate(self) -> Evaluation: ...
 
     def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
@@ -167,6 +181,24 @@ class NullLearner:
 
     def global_update(self) -> np.ndarray:
         return np.zeros(0)
+
+    def start_update(self, version: int, client: int) -> None:
+        return None
+
+    def finish_update(self, client: int) -> LocalResult:
+        return LocalResult.untrained(np.array([client]), self._n_samples)
+
+    def cancel_update(self, client: int) -> None:
+        return None
+
+    def apply_updates(
+        self,
+        results: list[LocalResult],
+        versions: list[int],
+        coefficients: np.ndarray,
+        relative_to: str,
+    ) -> None:
+        return None
 
     def evaluate(self) -> Evaluation:
         return Evaluation(math.nan, math.nan)

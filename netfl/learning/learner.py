@@ -48,6 +48,7 @@ from netfl.learning.interface import (
 from netfl.learning.models import count_parameters
 from netfl.learning.partition import Partition, label_counts
 from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
+from netfl.learning.versions import ModelVersions, apply_updates
 
 __all__ = [
     "WANTS",
@@ -111,6 +112,7 @@ class TorchLearner:
         self._previous_state = self.global_state
         self.trainer = make_trainer(config, self.model, device)
         self._seed = np.random.SeedSequence(seed)
+        self.versions = ModelVersions(len(self._n_samples))
 
     @property
     def n_samples(self) -> np.ndarray:
@@ -138,8 +140,10 @@ class TorchLearner:
             weight_decay=config.weight_decay,
         )
 
-    def _client_seed(self, round: int, client: int) -> int:
-        child = np.random.SeedSequence(self._seed.entropy, spawn_key=(round, client))
+    def _client_seed(self, round: int, client: int, *repeat: int) -> int:
+        """Local SGD's seed of ``client`` in ``round`` (or on global version ``round``;
+        ``repeat`` tells apart a second update of a client on the same version)."""
+        child = np.random.SeedSequence(self._seed.entropy, spawn_key=(round, client, *repeat))
         return int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
     def local_update(
@@ -165,6 +169,59 @@ class TorchLearner:
             return LocalResult(clients, states, n, means, stds)
         scale = sgd.lr * sgd.steps_taken(n).astype(float)
         return LocalResult(clients, states, n, means, stds, self._update_vectors(states), scale)
+
+    # -- asynchronous protocols: clients train on the version they downloaded ----------
+
+    def start_update(self, version: int, client: int) -> None:
+        """``client`` downloaded the current global model, which is ``version``."""
+        self.versions.start(version, client, self.global_state)
+
+    def finish_update(self, client: int) -> LocalResult:
+        """The client's local update from the version it downloaded (one row); trained
+        with every other client started on that version and not trained yet."""
+        return self.versions.finish(client, self._train_from)[1]
+
+    def cancel_update(self, client: int) -> None:
+        """The client left before its update arrived."""
+        self.versions.cancel(client)
+
+    def apply_updates(
+        self,
+        results: list[LocalResult],
+        versions: list[int],
+        coefficients: np.ndarray,
+        relative_to: str,
+    ) -> None:
+        """w <- w + sum_i c_i (w_i - b_i), b_i the downloaded version (``"download"``) or
+        the current model (``"current"``); then release the updates' versions."""
+        self._previous_state = self.global_state
+        if relative_to == "download":
+            bases = [self.versions.base(v) for v in versions]
+        else:
+            bases = [self.global_state] * len(results)
+        trained = [i for i, r in enumerate(results) if r.states]
+        if trained:
+            self.global_state = apply_updates(
+                self.global_state,
+                [results[i] for i in trained],
+                [bases[i] for i in trained],
+                np.asarray(coefficients)[trained],
+            )
+        self.versions.release(versions)
+
+    def _train_from(
+        self, state: dict[str, torch.Tensor], version: int, clients: np.ndarray, keys: list
+    ) -> LocalResult:
+        sgd = self.sgd(version)
+        states, means, stds = self.trainer.train(
+            state,
+            self.data.x_train,
+            self.data.y_train,
+            [self.client_indices[c] for c in clients],
+            [self._client_seed(*key) for key in keys],
+            sgd,
+        )
+        return LocalResult(clients, states, self._n_samples[clients], means, stds)
 
     def _update_vectors(self, states: dict[str, torch.Tensor]) -> np.ndarray:
         """w_local - w_global over the parameters (not batch-norm statistics), flattened."""
@@ -257,11 +314,18 @@ class TorchLearner:
 
         Nothing else carries over between rounds: local SGD (and its momentum) starts
         afresh each round from per-(round, client) seeds, and ``aggregate`` sets the
-        previous model that ``global_update`` compares with.
+        previous model that ``global_update`` compares with. Under an asynchronous
+        protocol the versions clients in flight trained from, and their trained updates,
+        carry over too.
         """
-        return {"global_state": {k: v.detach().cpu().clone() for k, v in self.global_state.items()}}
+        return {
+            "global_state": {k: v.detach().cpu().clone() for k, v in self.global_state.items()},
+            "versions": self.versions.snapshot(),
+        }
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Continue from a checkpoint's :meth:`checkpoint_state`."""
         self.global_state = {k: v.to(self.device) for k, v in state["global_state"].items()}
         self._previous_state = self.global_state
+        if "versions" in state:
+            self.versions.restore(state["versions"], self.device)

@@ -221,6 +221,14 @@ class Strategy(ABC):
     #: True if ``select`` may return fewer than ``min(budget, candidates)`` by design
     #: (a class attribute; a strategy whose parameters decide it may set it per instance).
     may_select_fewer: bool = False
+    #: True if the strategy works under the asynchronous protocols (fedasync, fedbuff):
+    #: there ``select`` is called whenever training slots free, with ``ctx.budget`` the
+    #: free slots and ``ctx.candidates`` the available devices not already training,
+    #: ``ctx.round`` counts these calls, and ``observe`` gets one feedback per global
+    #: model version with the updates it applied and the clients that left since the
+    #: previous version (``docs/protocol.md``). A strategy that polls, or whose
+    #: reasoning needs whole synchronous rounds, leaves it False; the scenario is refused.
+    supports_async: ClassVar[bool] = False
 
     info: PopulationInfo
     rng: np.random.Generator
@@ -297,6 +305,15 @@ class Strategy(ABC):
     @classmethod
     def scenario_problems(cls, scenario: Scenario) -> list[Problem]:
         """Problems with using this strategy in ``scenario`` (override to add checks)."""
+        if scenario.fl.is_async and not cls.supports_async:
+            return [
+                Problem(
+                    "selection.name",
+                    f"'{scenario.selection.name}' does not support asynchronous protocols"
+                    f" (fl.protocol {scenario.fl.protocol}); strategies that do: see"
+                    " `netfl list strategies --verbose`",
+                )
+            ]
         if cls.requires and scenario.learning is None:
             needs = ", ".join(sorted(cls.requires))
             return [

@@ -39,6 +39,8 @@ class FedCS(Strategy):
         T_round for the ``"deadline"`` form; default ``fl.deadline_s``.
     """
 
+    supports_async = True
+
     def __init__(
         self,
         form: Literal["budget", "deadline"] = "budget",

@@ -116,6 +116,8 @@ class Oort(Strategy):
         capped (the reference's upload_epoch x batch_size); default: all samples.
     """
 
+    supports_async = True
+
     requires = frozenset({"local_loss"})
 
     def __init__(

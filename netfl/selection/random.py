@@ -20,6 +20,8 @@ class RandomSelection(Strategy):
         data sizes (the p_k-proportional sampling of Cho et al. 2020, pi_rand).
     """
 
+    supports_async = True
+
     def __init__(self, weighted: bool = False) -> None:
         self.weighted = weighted
 

@@ -25,6 +25,8 @@ ROUNDS_SCHEMA = pa.schema(
         pa.field("n_deadline_miss", pa.int32()),
         pa.field("energy_tx_j", pa.float64()),
         pa.field("energy_compute_j", pa.float64()),
+        pa.field("staleness_mean", pa.float64()),
+        pa.field("staleness_max", pa.int32()),
     ]
 )
 
@@ -58,7 +60,9 @@ CLIENT_COLUMNS: dict[str, pa.DataType] = {
 
 @dataclass
 class RoundRecord:
-    """What happened in one round."""
+    """What happened in one round (one global model version under the asynchronous
+    protocols). ``staleness_mean``/``staleness_max``: of the updates aggregated, in global
+    versions between a client's download and the aggregation (0 for synchronous rounds)."""
 
     round: int
     t_start_s: float
@@ -72,6 +76,8 @@ class RoundRecord:
     n_deadline_miss: int = 0
     energy_tx_j: float = math.nan
     energy_compute_j: float = math.nan
+    staleness_mean: float = 0.0
+    staleness_max: int = 0
 
 
 def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
@@ -91,6 +97,8 @@ def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
         columns["n_deadline_miss"].append(rec.n_deadline_miss)
         columns["energy_tx_j"].append(rec.energy_tx_j)
         columns["energy_compute_j"].append(rec.energy_compute_j)
+        columns["staleness_mean"].append(rec.staleness_mean)
+        columns["staleness_max"].append(rec.staleness_max)
     return pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
 
 
