@@ -29,14 +29,14 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parents[1]
 
 
-def overrides(devices: int, rounds: int, per_round: int) -> list[str]:
+def overrides(devices: int, rounds: int, per_round: int, fraction: float) -> list[str]:
     return [
         "learning=none",
         "fl.model_size_bits=1e6",
         f"devices.groups.0.count={devices}",
         f"fl.clients_per_round={per_round}",
         f"fl.rounds={rounds}",
-        "fl.request_fraction=1",
+        f"fl.request_fraction={fraction}",
     ]
 
 
@@ -67,9 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--devices", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=1_000)
     parser.add_argument("--per-round", type=int, default=100)
+    parser.add_argument("--request-fraction", type=float, default=1.0)
     args = parser.parse_args(argv)
     trees = {"before": args.before, "after": HERE} if args.before else {"after": HERE}
-    sets = overrides(args.devices, args.rounds, args.per_round)
+    sets = overrides(args.devices, args.rounds, args.per_round, args.request_fraction)
     runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():

@@ -7,10 +7,12 @@ shows the estimate. The three terms that grow with a scenario:
 
 - the population: per-device arrays (groups, compute rates, data sizes, availability,
   positions and link budgets) at :data:`BYTES_PER_DEVICE`;
-- the timeline, held in memory until the run is written: about ``2 C n + 7 m + 4`` rows
-  a round (each asked device adds its request and response; each selected client its
-  selection, download, compute and upload rows; counted in ``docs/benchmarks.md``,
-  "Protocol") at :data:`BYTES_PER_TIMELINE_ROW`;
+- the timeline rows held in memory: about ``2 C n + 7 m + 4`` rows a round (each asked
+  device adds its request and response; each selected client its selection, download,
+  compute and upload rows; counted in ``docs/benchmarks.md``, "Protocol"), all of them
+  until the run has :data:`TIMELINE_PART_ROWS`, then at most that and one round's (the
+  timeline is written out in parts as the run goes, :mod:`netfl.trace.streaming`), at
+  :data:`BYTES_PER_TIMELINE_ROW`;
 - model copies for training: the global model, its aggregate, and one update per selected
   client (the batched backend trains them side by side), sized by ``fl.model_size_bits``
   when given.
@@ -36,7 +38,14 @@ BYTES_PER_DEVICE = 450
 BYTES_PER_TIMELINE_ROW = 150
 """Peak resident bytes per timeline row including the copies made when writing: issue 16's
 runs (10,000 devices, 100 per round, 1,000 rounds) peaked at 2.9 GB with C = 1 and 0.76 GB
-with C = 0.1, about 20.7 and 2.7 million rows over a 0.3 GB base: 125 and 170 B a row."""
+with C = 0.1, about 20.7 and 2.7 million rows over a 0.3 GB base: 125 and 170 B a row.
+Streamed (:data:`TIMELINE_PART_ROWS`), the C = 1 run peaks at 369 MiB with about a million
+rows held: 200 B a row over the 170 MiB of a run with a small timeline."""
+
+TIMELINE_PART_ROWS = 1_000_000
+"""Rows the timeline holds before a round's end writes them out:
+:data:`netfl.trace.streaming.PART_ROWS` (repeated here so that ``netfl validate`` does not
+import pyarrow and pandas; a test keeps the two equal)."""
 
 BASE_BYTES = 300 * 2**20
 """Python with numpy, pydantic, SimPy and pyarrow before the first round (torch adds more)."""
@@ -55,6 +64,9 @@ class MemoryEstimate:
     timeline_bytes: int
     model_bytes: int
     timeline_rows: int
+    """Rows of the whole run's timeline."""
+    timeline_rows_held: int
+    """The most rows held in memory at once (the timeline is written out in parts)."""
 
     @property
     def total_bytes(self) -> int:
@@ -63,10 +75,13 @@ class MemoryEstimate:
     def describe(self) -> str:
         """One line: the total and its terms."""
         model = f", model copies {format_bytes(self.model_bytes)}" if self.model_bytes else ""
+        held = ""
+        if self.timeline_rows_held < self.timeline_rows:
+            held = f", {self.timeline_rows_held:,} held at a time"
         return (
             f"about {format_bytes(self.total_bytes)} (population"
             f" {format_bytes(self.population_bytes)}, timeline {self.timeline_rows:,} rows"
-            f" {format_bytes(self.timeline_bytes)}{model}, Python and libraries"
+            f"{held} {format_bytes(self.timeline_bytes)}{model}, Python and libraries"
             f" {format_bytes(BASE_BYTES)})"
         )
 
@@ -91,11 +106,16 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     model_bytes = 0
     if scenario.learning is not None and fl.model_size_bits is not None:
         model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)
+    rows = rows_per_round * rounds + ROWS_PER_RUN
+    # Rows are written out at a round's end once TIMELINE_PART_ROWS are held (the last
+    # round's rows, and the final evaluation's, stay until the end).
+    held = min(rows, TIMELINE_PART_ROWS - 1 + rows_per_round + ROWS_PER_RUN)
     return MemoryEstimate(
         population_bytes=n_devices * BYTES_PER_DEVICE,
-        timeline_bytes=(rows_per_round * rounds + ROWS_PER_RUN) * BYTES_PER_TIMELINE_ROW,
+        timeline_bytes=held * BYTES_PER_TIMELINE_ROW,
         model_bytes=model_bytes,
-        timeline_rows=rows_per_round * rounds + ROWS_PER_RUN,
+        timeline_rows=rows,
+        timeline_rows_held=held,
     )
 
 
@@ -120,7 +140,13 @@ def _largest_term_key(scenario: Scenario, estimate: MemoryEstimate, physical: in
         counts = [group.count for group in scenario.devices.groups]
         return f"devices.groups.{counts.index(max(counts))}.count"
     if estimate.timeline_bytes >= estimate.model_bytes:
-        return "fl.rounds" if scenario.fl.rounds is not None else "fl.request_fraction"
+        # Streamed (more rows than held), the rows held grow with a round's, not the rounds.
+        streamed = estimate.timeline_rows_held < estimate.timeline_rows
+        return (
+            "fl.rounds"
+            if scenario.fl.rounds is not None and not streamed
+            else "fl.request_fraction"
+        )
     return "fl.model_size_bits"
 
 
