@@ -103,6 +103,16 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected + ROWS_PER_ROUND
     )
     rounds = fl.rounds if fl.rounds is not None else 1
+    if fl.is_async:
+        # A round is a version of buffer_in_force updates; the request goes out once per
+        # concurrency client starts (netfl.fl.asynchronous), the selected clients' rows
+        # come per update and the round rows per version.
+        selected = min(fl.concurrency_in_force, n_devices)
+        updates = rounds * fl.buffer_in_force
+        rows_per_round = ROWS_PER_SELECTED_CLIENT * fl.buffer_in_force + ROWS_PER_ROUND
+        rows_per_round += ROWS_PER_ASKED_DEVICE * asked * fl.buffer_in_force / selected
+        rows_per_round = math.ceil(rows_per_round)
+        rounds = max(1, math.ceil(updates / fl.buffer_in_force))
     model_bytes = 0
     if scenario.learning is not None and fl.model_size_bits is not None:
         model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)

@@ -24,7 +24,7 @@ client started on the same version (:mod:`netfl.learning.versions`).
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -122,13 +122,14 @@ class AsyncServer(Server):
         free = self.concurrency - len(self.jobs)
         if free <= 0 or self._finished(self.version):
             return
-        turned = self.n_started >= (self.epoch + 1) * self.concurrency
-        if self.epoch < 0 or turned or (not self.jobs and not np.any(~self.in_flight[self.pool])):
-            yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
         idle = ~self.in_flight[self.pool]
+        turned = self.n_started >= (self.epoch + 1) * self.concurrency
+        if self.epoch < 0 or turned or (not self.jobs and not idle.any()):
+            yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
+            idle = ~self.in_flight[self.pool]
         candidates = self.pool[idle]
         features = {name: values[idle] for name, values in self.pool_features.items()}
-        ctx = replace(self._context(self.n_selections, candidates, features), budget=free)
+        ctx = self._context(self.n_selections, candidates, features, budget=free)
         self.n_selections += 1
         yield from self._poll(ctx, None)  # async strategies poll nobody (the log records it)
         selected = yield from self._select(ctx, self.version)

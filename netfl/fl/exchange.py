@@ -180,7 +180,8 @@ class Exchange:
         if self.plan.distribution == "multicast":
             self._multicast = self.parts.network.multicast(env, clients, self.plan.download_bits)
         procs = [env.process(self._client(o)) for o in self.outcomes]
-        watcher = env.process(self._watch_drops(procs))
+        leave = self._leave_times()
+        watcher = env.process(self._watch_drops(procs, leave)) if np.isfinite(leave).any() else None
         waits: list[simpy.Event] = [self.done]
         if limit_s is not None:
             waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
@@ -189,20 +190,27 @@ class Exchange:
         for proc in procs:
             if proc.is_alive:
                 proc.interrupt(cause)
-        if watcher.is_alive:
+        if watcher is not None and watcher.is_alive:
             watcher.interrupt("done")
         if self._multicast is not None and self._multicast.is_alive:
             self._multicast.interrupt("cancelled")
         yield env.all_of(procs)
         return self.outcomes
 
-    def _watch_drops(self, procs: list[simpy.Process]) -> Generator[simpy.Event, Any, None]:
-        """Interrupt each client when its device becomes unavailable."""
+    def _leave_times(self) -> np.ndarray:
+        """When each client's device becomes unavailable (now if it is not; inf: never)."""
         env, devices = self.parts.env, self.parts.devices
         clients = np.array([o.client for o in self.outcomes], dtype=np.int64)
         leave = np.full(len(clients), float(env.now))
         here = devices.available(clients)
         leave[here] = devices.leaves_at(clients[here])
+        return leave
+
+    def _watch_drops(
+        self, procs: list[simpy.Process], leave: np.ndarray
+    ) -> Generator[simpy.Event, Any, None]:
+        """Interrupt each client when its device becomes unavailable (at ``leave``)."""
+        env = self.parts.env
         try:
             for j in np.argsort(leave, kind="stable"):
                 if math.isinf(leave[j]):

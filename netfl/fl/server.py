@@ -223,13 +223,17 @@ class Server:
         return download + self.devices.expected_update_s(clients) + bits / rates["ul"]
 
     def _context(
-        self, r: int, candidates: np.ndarray, features: Mapping[str, np.ndarray]
+        self,
+        r: int,
+        candidates: np.ndarray,
+        features: Mapping[str, np.ndarray],
+        budget: int | None = None,
     ) -> SelectionContext:
         return SelectionContext(
             round=r,
             now_s=self.env.now,
             candidates=candidates,
-            budget=self.config.selection_budget,
+            budget=self.config.selection_budget if budget is None else budget,
             update_time_s=self.reported.update_s[candidates],
             upload_time_s=self.reported.upload_s[candidates],
             n_samples=self.learner.n_samples[candidates],
@@ -248,8 +252,13 @@ class Server:
                 f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
             )
         chosen = [int(c) for c in ids]
-        allowed = set(ctx.candidates.tolist())
-        if len(set(chosen)) != len(chosen) or not set(chosen) <= allowed:
+        if not chosen:
+            return chosen
+        # The server's candidates are sorted: membership by binary search, O(k log n).
+        candidates = ctx.candidates
+        at = np.minimum(np.searchsorted(candidates, chosen), len(candidates) - 1)
+        known = len(candidates) > 0 and bool(np.all(candidates[at] == chosen))
+        if len(set(chosen)) != len(chosen) or not known:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
                 " candidates"

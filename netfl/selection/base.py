@@ -49,9 +49,11 @@ POLL_SIGNALS = frozenset({"poll_loss", "update_vector"})
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
-    array = np.array(array, copy=True)
-    array.setflags(write=False)
-    return array
+    """A read-only view (no copy: the server hands over arrays it does not touch again;
+    a strategy cannot write through the view)."""
+    view = np.asarray(array).view()
+    view.setflags(write=False)
+    return view
 
 
 @dataclass(frozen=True)
