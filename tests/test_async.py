@@ -270,3 +270,52 @@ def test_an_interrupted_async_run_resumes_to_the_same_rows(tiny, tmp_path, monke
     assert resume(tmp_path / "run").summary["status"] == "completed"
     for name in ("rounds.parquet", "timeline.parquet", "clients.parquet"):
         assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+
+
+# -- outputs: staleness, uplink busy time, report and compare ------------------------------
+
+
+def test_busy_fraction_is_the_union_of_the_upload_intervals():
+    from netfl.trace.metrics import busy_fraction
+
+    rows = [
+        (0.0, "upload_start", 1),
+        (1.0, "upload_start", 2),
+        (2.0, "upload_end", 1),
+        (3.0, "upload_end", 2),
+        (5.0, "upload_start", 3),
+        (5.5, "drop", 3),  # cut short: busy until it left
+        (9.0, "upload_start", 4),  # still on the air at the end
+    ]
+    timeline = pd.DataFrame(rows, columns=["t_s", "kind", "client"])
+    assert busy_fraction(timeline, "upload_start", "upload_end", 10.0) == pytest.approx(0.45)
+
+
+def test_report_and_compare_show_sync_and_async_runs(tiny, tmp_path):
+    runs = []
+    for protocol, fl in [("fedavg", {}), ("fedbuff", {"concurrency": 6, "buffer_size": 3})]:
+        data = timing(scenario_copy(tiny), protocol, **fl)
+        data["name"] = protocol
+        runs.append(simulate(scenario_from_data(data), tmp_path / protocol).run_dir)
+    from netfl import load_run
+
+    sync, buffered = (load_run(r) for r in runs)
+    assert (sync.staleness() == 0).all() and len(sync.staleness()) == 20 * 5
+    assert buffered.staleness().max() > 0 and len(buffered.staleness()) == 20 * 3
+    assert 0 < buffered.uplink_busy_fraction() <= 1
+    for run in runs:
+        done = subprocess.run(
+            [sys.executable, "-m", "netfl", "report", str(run)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert (run / "report" / "staleness_histogram.png").exists()
+    out = tmp_path / "cmp"
+    done = subprocess.run(
+        [sys.executable, "-m", "netfl", "compare", *map(str, runs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    table = (out / "comparison.csv").read_text()
+    assert "staleness_mean_mean" in table and "uplink_busy_fraction_mean" in table
+    assert (out / "staleness_histogram.png").exists()

@@ -209,6 +209,7 @@ class AsyncServer(Server):
             lr=self.learner.lr_at(self.version),
             staleness_mean=float(np.mean(staleness)),
             staleness_max=int(np.max(staleness)),
+            staleness=staleness.tolist(),
         )
         self.records.append(record)
         resolved, self.resolved = self.resolved, []

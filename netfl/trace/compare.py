@@ -28,7 +28,15 @@ CRN_NOTE = (
     " therefore taken per seed, and their CI is usually much narrower than the unpaired one."
 )
 #: Per-run metrics compared; the order of the comparison table's columns.
-METRICS = ("final_accuracy", "time_to_target_s", "sim_time_s", "rounds", "fairness_jain")
+METRICS = (
+    "final_accuracy",
+    "time_to_target_s",
+    "sim_time_s",
+    "rounds",
+    "fairness_jain",
+    "staleness_mean",
+    "uplink_busy_fraction",
+)
 #: Metrics compared only where a run has them: ``loss_jain``, Jain's index of the clients'
 #: losses at the last evaluation (eq. (3) of Cho et al. 2020; runs with ``learning.fairness_loss``).
 OPTIONAL_METRICS = ("loss_jain",)
@@ -90,6 +98,8 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
                 "sim_time_s": float(summary.get("sim_time_s", math.nan)),
                 "rounds": float(summary.get("rounds", math.nan)),
                 "fairness_jain": run.fairness(),
+                "staleness_mean": float(run.staleness().mean()),
+                "uplink_busy_fraction": run.uplink_busy_fraction(),
                 "loss_jain": _final_loss_jain(run),
             }
         )

@@ -143,3 +143,32 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> t
         return mean, math.nan
     sem = float(x.std(ddof=1)) / math.sqrt(x.size)
     return mean, float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem
+
+
+def busy_fraction(
+    timeline: pd.DataFrame, start_kind: str, end_kind: str, duration_s: float
+) -> float:
+    """Share of ``[0, duration_s]`` during which at least one ``start_kind`` ->
+    ``end_kind`` interval of a client is open (e.g. FL uploads on the uplink: the union of
+    the clients' ``upload_start`` -> ``upload_end``; an interval cut by a ``drop``,
+    ``deadline_miss`` or ``cancel`` ends there)."""
+    if not duration_s > 0:
+        return math.nan
+    ends = {end_kind, "drop", "deadline_miss", "cancel"}
+    events = timeline[timeline["kind"].isin({start_kind} | ends)]
+    events = events.sort_values("t_s", kind="stable")
+    open_since: dict[int, float] = {}
+    intervals = []
+    for t_s, kind, client in zip(events["t_s"], events["kind"], events["client"], strict=True):
+        if kind == start_kind:
+            open_since[int(client)] = float(t_s)
+        elif int(client) in open_since:
+            intervals.append((open_since.pop(int(client)), float(t_s)))
+    intervals += [(start, duration_s) for start in open_since.values()]
+    busy, reach = 0.0, 0.0
+    for start, end in sorted(intervals):
+        start = max(start, reach)
+        if end > start:
+            busy += end - start
+            reach = end
+    return busy / duration_s

@@ -70,6 +70,27 @@ def accuracy_vs_time(runs: RunsLike, band: str | None = "ci", points: int = 400)
     return finish(fig, ax, "Accuracy vs simulated time")
 
 
+def staleness_histogram(runs: RunsLike) -> Figure:
+    """Share of the aggregated updates by staleness (global versions between a client's
+    download and the aggregation), pooled over each configuration's runs; synchronous
+    protocols are all at 0."""
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    grouped = groups(runs)
+    pooled = [np.concatenate([r.staleness().to_numpy() for r in group]) for _, group in grouped]
+    top = max((int(v.max()) for v in pooled if len(v)), default=0)
+    width = 0.8 / len(grouped)
+    for k, ((label, _), values) in enumerate(zip(grouped, pooled, strict=True)):
+        if not len(values):
+            continue
+        share = np.bincount(values, minlength=top + 1) / len(values)
+        mean = f"mean {values.mean():.2f}"
+        ax.bar(np.arange(top + 1) + k * width, share, width=width, label=labelled(label, mean))
+    ax.set(xlabel="staleness (global versions)", ylabel="share of updates")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return finish(fig, ax, "Staleness of the aggregated updates")
+
+
 def _target_lines(ax: Axes, runs: RunsLike) -> None:
     """A dashed line at each target accuracy the runs were given (learning.target_accuracy)."""
     targets = set()

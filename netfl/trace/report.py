@@ -209,6 +209,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
         page.figure("loss_fairness", lambda: learning_plots.loss_fairness(run))
     page.heading("Time")
     page.figure("round_times", lambda: plots.round_times(run))
+    page.figure("staleness_histogram", lambda: plots.staleness_histogram(run))
     page.figure("gantt", lambda: plots.gantt(run))
     page.table(phase_statistics(run), "phases")
     radio = run.scenario_dict.get("radio") or {}
@@ -281,7 +282,8 @@ def write_comparison(
         page.text(compare.CRN_NOTE)
         page.table(pairs, "paired", index=False)
     page.heading("Figures")
-    for name in ("accuracy_vs_time", "accuracy_vs_round", "round_times", "pull_counts", "rate_cdf"):
+    figures = ("accuracy_vs_time", "accuracy_vs_round", "round_times", "staleness_histogram")
+    for name in (*figures, "pull_counts", "rate_cdf"):
         page.figure(name, partial(getattr(plots, name), runs))
     if all(compare.has_client_losses(r) for r in runs):
         page.figure("global_loss", partial(learning_plots.global_loss, runs))

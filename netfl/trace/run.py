@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob as globlib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -207,6 +208,22 @@ class Run:
             return rb.rb_usage(self.timeline, n_rb_total)
         except MissingDataError as exc:
             raise MissingDataError(f"{self.path}: {exc}") from None
+
+    def staleness(self) -> pd.Series:
+        """Each aggregated update's staleness in global versions (rounds.parquet's
+        ``staleness``; all 0 for synchronous protocols and for runs written before it)."""
+        rounds = self.rounds
+        if "staleness" not in rounds:
+            return pd.Series(
+                np.zeros(int(rounds["n_completed"].sum()), dtype=int), name="staleness"
+            )
+        values = [int(t) for row in rounds["staleness"] for t in row]
+        return pd.Series(values, dtype=int, name="staleness")
+
+    def uplink_busy_fraction(self) -> float:
+        """Share of the run's simulated time with at least one FL upload on the air."""
+        end_s = float(self.rounds["t_end_s"].max()) if len(self.rounds) else math.nan
+        return metrics.busy_fraction(self.timeline, "upload_start", "upload_end", end_s)
 
     def selection_counts(self) -> pd.Series:
         """Times each client was selected, indexed by client id (all clients, zeros included)."""

@@ -27,6 +27,7 @@ ROUNDS_SCHEMA = pa.schema(
         pa.field("energy_compute_j", pa.float64()),
         pa.field("staleness_mean", pa.float64()),
         pa.field("staleness_max", pa.int32()),
+        pa.field("staleness", pa.list_(pa.int32())),
     ]
 )
 
@@ -61,8 +62,9 @@ CLIENT_COLUMNS: dict[str, pa.DataType] = {
 @dataclass
 class RoundRecord:
     """What happened in one round (one global model version under the asynchronous
-    protocols). ``staleness_mean``/``staleness_max``: of the updates aggregated, in global
-    versions between a client's download and the aggregation (0 for synchronous rounds)."""
+    protocols). ``staleness`` (aligned with ``completed``), its mean and max: global
+    versions between each aggregated update's download and the aggregation (0 for
+    synchronous rounds)."""
 
     round: int
     t_start_s: float
@@ -78,6 +80,7 @@ class RoundRecord:
     energy_compute_j: float = math.nan
     staleness_mean: float = 0.0
     staleness_max: int = 0
+    staleness: list[int] | None = None  # None: 0 for every completed client
 
 
 def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
@@ -99,6 +102,8 @@ def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
         columns["energy_compute_j"].append(rec.energy_compute_j)
         columns["staleness_mean"].append(rec.staleness_mean)
         columns["staleness_max"].append(rec.staleness_max)
+        staleness = rec.staleness if rec.staleness is not None else [0] * len(rec.completed)
+        columns["staleness"].append([int(t) for t in staleness])
     return pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
 
 
