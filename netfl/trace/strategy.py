@@ -12,8 +12,11 @@ Wiring (server side): after each ``select`` call
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
+from itertools import repeat
 
+import numpy as np
 import pyarrow as pa
 
 SCHEMA = pa.schema(
@@ -28,14 +31,20 @@ SCHEMA = pa.schema(
 
 
 class ScoreLog:
-    """Column-wise recorder of ``Strategy.scores()``, converted to Arrow once."""
+    """Column-wise recorder of ``Strategy.scores()``, converted to Arrow once.
+
+    Typed arrays (26 bytes a row, score names as small integer codes in order of first
+    use) rather than lists of Python objects (about 95 bytes a row): RBCS-F records three
+    scores for every client every round, 30 million rows for 10,000 devices and 1,000
+    rounds."""
 
     def __init__(self) -> None:
-        self._round: list[int] = []
-        self._t: list[float] = []
-        self._client: list[int] = []
-        self._score: list[str] = []
-        self._value: list[float] = []
+        self._round = array("i")
+        self._t = array("d")
+        self._client = array("i")
+        self._score = array("h")
+        self._value = array("d")
+        self._names: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._round)
@@ -44,9 +53,12 @@ class ScoreLog:
         """Append every value of ``scores`` (``{name: {client: value}}``) for this round."""
         for name, values in scores.items():
             n = len(values)
-            self._round.extend([int(round)] * n)
-            self._t.extend([float(t_s)] * n)
-            self._score.extend([str(name)] * n)
+            if n == 0:
+                continue
+            code = self._names.setdefault(str(name), len(self._names))
+            self._round.extend(repeat(int(round), n))
+            self._t.extend(repeat(float(t_s), n))
+            self._score.extend(repeat(code, n))
             self._client.extend(int(c) for c in values)
             self._value.extend(float(v) for v in values.values())
 
@@ -55,15 +67,21 @@ class ScoreLog:
         head = ScoreLog()
         for name in ("_round", "_t", "_client", "_score", "_value"):
             setattr(head, name, getattr(self, name)[:n])
+        # Codes are given in order of first use: the head's names are the first ones.
+        used = max(head._score, default=-1) + 1
+        head._names = dict(list(self._names.items())[:used])
         return head
 
     def to_arrow(self) -> pa.Table:
-        score = pa.array(self._score, pa.string()).dictionary_encode()
+        score = pa.DictionaryArray.from_arrays(
+            pa.array(np.frombuffer(self._score, dtype=np.int16), pa.int16()),
+            pa.array(list(self._names), pa.string()),
+        )
         columns = [
-            pa.array(self._round, pa.int32()),
-            pa.array(self._t, pa.float64()),
-            pa.array(self._client, pa.int32()),
-            score.cast(SCHEMA.field("score").type),
-            pa.array(self._value, pa.float64()),
+            pa.array(np.frombuffer(self._round, dtype=np.int32), pa.int32()),
+            pa.array(np.frombuffer(self._t, dtype=np.float64), pa.float64()),
+            pa.array(np.frombuffer(self._client, dtype=np.int32), pa.int32()),
+            score,
+            pa.array(np.frombuffer(self._value, dtype=np.float64), pa.float64()),
         ]
         return pa.Table.from_arrays(columns, schema=SCHEMA)
