@@ -6,7 +6,8 @@ about 20 million timeline rows. Each repeat runs ``python -m netfl simulate`` in
 process from every source tree given (this one, and with ``--before`` an older checkout,
 e.g. ``git worktree add /tmp/base aa030c1``), interleaved, and reads the child's peak
 resident memory (``ru_maxrss`` from ``os.wait4``) and its wall time from start to exit.
-Prints the medians, the ratios to the first tree, and the rows of each run's timeline.
+Prints the medians, the ratios to the first tree, and the rows of each run's timeline
+and strategy scores (``--strategy rbcs_f`` keeps three scores of every client a round).
 
 Usage::
 
@@ -29,8 +30,11 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parents[1]
 
 
-def overrides(devices: int, rounds: int, per_round: int, fraction: float) -> list[str]:
+def overrides(
+    devices: int, rounds: int, per_round: int, fraction: float, strategy: str
+) -> list[str]:
     return [
+        f"selection.name={strategy}",
         "learning=none",
         "fl.model_size_bits=1e6",
         f"devices.groups.0.count={devices}",
@@ -41,7 +45,7 @@ def overrides(devices: int, rounds: int, per_round: int, fraction: float) -> lis
 
 
 def once(tree: Path, sets: list[str]) -> tuple[float, float, int]:
-    """(peak resident MiB, wall s, timeline rows) of one run from source tree ``tree``."""
+    """(peak resident MiB, wall s, timeline and score rows) of a run from source ``tree``."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         args = [a for s in sets for a in ("--set", s)]
@@ -57,6 +61,7 @@ def once(tree: Path, sets: list[str]) -> tuple[float, float, int]:
         if process.returncode != 0:
             raise SystemExit(f"{tree}: the run failed (exit {process.returncode})")
         rows = pq.ParquetFile(out / "timeline.parquet").metadata.num_rows
+        rows += pq.ParquetFile(out / "strategy.parquet").metadata.num_rows
         return usage.ru_maxrss / 1024, wall_s, rows  # ru_maxrss: KiB on Linux
 
 
@@ -68,9 +73,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=1_000)
     parser.add_argument("--per-round", type=int, default=100)
     parser.add_argument("--request-fraction", type=float, default=1.0)
+    parser.add_argument("--strategy", default="random", help="selection.name")
     args = parser.parse_args(argv)
     trees = {"before": args.before, "after": HERE} if args.before else {"after": HERE}
-    sets = overrides(args.devices, args.rounds, args.per_round, args.request_fraction)
+    sets = overrides(
+        args.devices, args.rounds, args.per_round, args.request_fraction, args.strategy
+    )
     runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():
@@ -80,7 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     first = next(iter(runs))
     base_rss = statistics.median(r[0] for r in runs[first])
     base_wall = statistics.median(r[1] for r in runs[first])
-    print("| tree | peak resident (MiB) | wall (s) | RSS ratio | wall ratio | timeline rows |")
+    print(
+        "| tree | peak resident (MiB) | wall (s) | RSS ratio | wall ratio | timeline + score rows |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for name, results in runs.items():
         rss = statistics.median(r[0] for r in results)

@@ -28,8 +28,9 @@ from netfl.config import Scenario
 from netfl.errors import Terminated
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
+from netfl.trace import strategy
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
-from netfl.trace.streaming import TimelineStream
+from netfl.trace.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
 from netfl.trace.tables import RoundRecord, clients_table, rounds_table
 from netfl.world import World, build_world
 
@@ -111,26 +112,33 @@ def write_results(
     run_dir: Path,
     summary: dict[str, Any],
     clock_s: float | None = None,
-    stream: TimelineStream | None = None,
+    streams: Sequence[TableStream] = (),
+    resumable: bool = False,
 ) -> None:
     """Write the tables and the summary (atomic per file).
 
-    With ``stream``, the timeline parts it wrote during the run become ``timeline.parquet``
-    (:mod:`netfl.trace.streaming`); without, the timeline is written from memory.
+    The tables in ``streams`` are made of the parts written during the run
+    (:mod:`netfl.trace.streaming`); ``resumable`` (a run that stopped with a checkpoint)
+    keeps the strategy's parts, which ``--resume`` continues from. The others are written
+    from memory.
 
     With ``clock_s`` (the :func:`time.perf_counter` reading at the run's start), the
     summary gets ``wall_write_s`` (writing the tables) and ``wall_total_s`` (from
     ``clock_s`` to the tables written) before it is written."""
     write_start = time.perf_counter()
-    if stream is not None:
-        stream.finish()
+    streamed = {stream.table: stream for stream in streams}
+    if TIMELINE in streamed:
+        streamed[TIMELINE].finish()
     else:
         write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())
     write_parquet(run_dir / "clients.parquet", clients_table(columns))
-    write_parquet(run_dir / "strategy.parquet", world.server.score_log.to_arrow())
+    if STRATEGY in streamed:
+        streamed[STRATEGY].finish(keep_parts=resumable)
+    else:
+        write_parquet(run_dir / "strategy.parquet", world.server.score_log.to_arrow())
     if clock_s is not None:
         end_s = time.perf_counter()
         summary["wall_write_s"] = end_s - write_start
@@ -231,7 +239,7 @@ def _run(
     ``wall_training_s`` in the learner (local training, polls, aggregation, evaluation);
     ``wall_write_s`` writing the tables; ``wall_total_s`` all of it. ``wall_time_s``
     (build and run: to the end of the simulation) is kept for existing readers."""
-    stream = _stream_timeline(world, run_dir)
+    streams = _stream_tables(world, run_dir, checkpoints)
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
@@ -262,23 +270,41 @@ def _run(
             summary["wall_run_s"] = end_s - wall_start
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
-            write_results(world, run_dir, summary, clock_s, stream)
+            resumable = checkpoints is not None and status != "completed"
+            write_results(world, run_dir, summary, clock_s, streams, resumable)
     return RunResult(run_dir, summary)
 
 
-def _stream_timeline(world: World, run_dir: Path) -> TimelineStream:
-    """Write the timeline into ``run_dir`` in parts as rounds end (clearing the parts a
-    killed run left), so the rows held stay under one part whatever the rounds."""
-    stream = TimelineStream(world.timeline, run_dir)
-    server, then = world.server, world.server.on_round
+def _stream_tables(
+    world: World, run_dir: Path, checkpoints: Checkpointer | None
+) -> list[TableStream]:
+    """Write the timeline and the strategy's scores into ``run_dir`` in parts as rounds
+    end, so the rows held stay under a part whatever the rounds. The parts a killed run
+    left are removed, except, when resuming, the scores before the checkpoint (the replay
+    does not recompute them; the checkpoint holds the rows after them)."""
+    server = world.server
+    resumed = checkpoints.resume if checkpoints is not None else None
+    streams = [
+        timeline_stream(world.timeline, run_dir),
+        TableStream(
+            lambda: server.score_log,
+            run_dir,
+            STRATEGY,
+            strategy.SCHEMA,
+            lambda: server.score_log.to_arrow(),
+            keep_rows=0 if resumed is None else resumed.score_log.n_drained,
+        ),
+    ]
+    then = server.on_round
 
     def end_of_round(record: RoundRecord) -> None:
-        stream.round_ended()
+        for stream in streams:
+            stream.round_ended()
         if then is not None:
             then(record)
 
     server.on_round = end_of_round
-    return stream
+    return streams
 
 
 def _blas_threads(scenario: Scenario) -> contextlib.AbstractContextManager[Any]:

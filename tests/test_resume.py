@@ -139,33 +139,65 @@ def test_resume_from_a_periodic_checkpoint(tiny, tmp_path, monkeypatch):
     assert_same_tables(tmp_path / "whole", tmp_path / "run")
 
 
-def test_a_killed_streamed_run_resumes_over_its_stale_timeline_parts(tiny, tmp_path, monkeypatch):
-    """Timeline parts of ~2 rounds (background flows and polls across their boundaries):
-    a run killed (nothing written at the end) leaves parts; the resumed run clears them,
-    writes them again as it replays, and ends byte-identical to an uninterrupted run."""
+@pytest.mark.parametrize("killed", [True, False])
+def test_a_streamed_run_resumes_from_its_parts(killed, tiny, tmp_path, monkeypatch):
+    """Parts of 60 rows (a timeline part every round or two with background flows across
+    its boundaries; RBCS-F's scores, 110 rows in 6 rounds: two score parts and a rest). A
+    run killed in round 5 (nothing written at the end; checkpoint 4) or interrupted there
+    (tables and checkpoint 5 written, the score parts kept) resumes: the timeline's parts
+    are written again by the replay, the scores' before the checkpoint are kept and the
+    later ones dropped, and the tables end byte-identical to an uninterrupted run's."""
     from netfl import simulation
     from netfl.checkpoint.session import Checkpointer
     from netfl.trace import streaming
 
     monkeypatch.setattr(streaming, "PART_ROWS", 60)
-    data = busy(tiny, "pow_d")
+    data = busy(tiny, "rbcs_f")
     simulate(scenario_from_data(data), tmp_path / "whole")
-    data["fl"]["checkpoint_every"] = 1
+    data["fl"]["checkpoint_every"] = 2
     run = tmp_path / "run"
-    with monkeypatch.context() as patch:  # kill -9 in round 5: nothing written at the end
-        patch.setattr(simulation, "write_results", lambda *args, **kwargs: None)
-        patch.setattr(Checkpointer, "save_latest", lambda self: None)
-        stop_at(patch, _strategy_class("pow_d"), 5)
+    with monkeypatch.context() as patch:
+        if killed:  # kill -9: nothing written at the end, no last checkpoint
+            patch.setattr(simulation, "write_results", lambda *args, **kwargs: None)
+            patch.setattr(Checkpointer, "save_latest", lambda self: None)
+        stop_at(patch, _strategy_class("rbcs_f"), 5)
         with pytest.raises(KeyboardInterrupt):
             simulate(scenario_from_data(data), run)
-    left = streaming.part_paths(run)
-    assert len(left) >= 2 and not (run / "timeline.parquet").exists()
-    assert len(load_run(run).timeline) >= 60 * len(left)
-    left[-1].write_bytes(b"a part the resumed run must not keep")
-    assert resume(run).summary["resumed_from_round"] == 5
-    assert not (run / streaming.PARTS_DIR).exists()
+    scores = streaming.part_paths(run, streaming.STRATEGY)
+    kept = read_checkpoint(run).score_log.n_drained
+    assert kept > 0 and streaming.covers(run, streaming.STRATEGY, kept)
+    if killed:
+        timeline = streaming.part_paths(run)
+        assert len(timeline) >= 2 and not (run / "timeline.parquet").exists()
+        assert len(load_run(run).timeline) >= 60 * len(timeline)
+        assert len(load_run(run).strategy) >= 60 * len(scores)
+        timeline[-1].write_bytes(b"a part the resumed run must not keep")
+    else:
+        assert not (run / streaming.PARTS_DIR).exists()
+        assert (run / "strategy.parquet").is_file()
+    stale = streaming.parts_dir(run, streaming.STRATEGY) / f"part-{kept:012d}.arrow"
+    assert stale.exists() != killed  # the interrupted run wrote its last rows out
+    stale.write_bytes(b"a score part after the checkpoint: dropped")
+    assert resume(run).summary["resumed_from_round"] == (4 if killed else 5)
+    for table in (streaming.TIMELINE, streaming.STRATEGY):
+        assert not streaming.parts_dir(run, table).exists()
     assert_same_tables(tmp_path / "whole", run)
     assert pq.ParquetFile(run / "timeline.parquet").metadata.num_row_groups >= 3
+    assert pq.ParquetFile(run / "strategy.parquet").metadata.num_row_groups >= 2
+
+
+def test_a_run_whose_score_parts_are_gone_is_not_resumed(tiny, tmp_path, monkeypatch):
+    from netfl.checkpoint.resume import open_run
+    from netfl.checkpoint.store import CheckpointError
+    from netfl.trace import streaming
+
+    monkeypatch.setattr(streaming, "PART_ROWS", 30)
+    whole_and_interrupted(busy(tiny, "rbcs_f"), tmp_path, monkeypatch, every=2, at=4)
+    run = tmp_path / "run"
+    first = streaming.part_paths(run, streaming.STRATEGY)[0]
+    first.unlink()
+    with pytest.raises(CheckpointError, match="does not hold the strategy's first"):
+        open_run(run)
 
 
 def test_a_resumed_run_can_be_interrupted_and_resumed_again(tiny, tmp_path, monkeypatch):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pyarrow as pa
+import pytest
 
 from netfl.trace.strategy import ScoreLog
 
@@ -38,3 +40,24 @@ def test_a_row_takes_about_26_bytes():
     tracemalloc.stop()
     assert len(log) == 300_000
     assert held / len(log) < 32
+
+
+def test_drained_rows_and_a_later_head_make_the_whole_log():
+    # What a streamed run with checkpoints does: parts drained at round ends, then a
+    # checkpoint's head of the rows held; the parts and the head are the log to there.
+    whole, log = ScoreLog(), ScoreLog()
+    drained = []
+    for r in range(5):
+        names = ("backlog",) if r < 3 else ("backlog", "tau_hat")
+        _round(whole, r, 4, names)
+        _round(log, r, 4, names)
+        if r in (1, 2):
+            drained.append(log.drain())
+    assert len(log) == len(whole) == 28 and log.buffered == 16 and log.n_drained == 12
+    head = log.head(16)  # round 3's backlog rows; tau_hat comes after
+    assert head.n_drained == 12 and head.buffered == 4
+    assert head.to_arrow().column("score").chunk(0).dictionary.to_pylist() == ["backlog"]
+    parts = pa.concat_tables([*drained, head.to_arrow()])
+    assert parts.to_pylist() == whole.to_arrow().slice(0, 16).to_pylist()
+    with pytest.raises(ValueError, match="no head of 11 rows: 12 drained"):
+        log.head(11)

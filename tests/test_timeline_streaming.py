@@ -14,7 +14,7 @@ from netfl import load_run
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
 from netfl.trace import streaming
-from netfl.trace.streaming import PARTS_DIR, TimelineStream, part_paths
+from netfl.trace.streaming import PARTS_DIR, part_paths, timeline_stream
 from netfl.trace.timeline import OPTIONAL_COLUMNS, SCHEMA, Timeline
 
 ROWS_PER_ROUND = 8
@@ -31,7 +31,7 @@ def _round(timeline: Timeline, r: int) -> None:
 
 def test_parts_are_written_at_round_ends_and_the_whole_is_their_concatenation(tmp_path):
     streamed, held = Timeline(optional=()), Timeline(optional=())
-    stream = TimelineStream(streamed, tmp_path, part_rows=10)
+    stream = timeline_stream(streamed, tmp_path, part_rows=10)
     for r in range(9):
         _round(streamed, r)
         _round(held, r)
@@ -41,7 +41,7 @@ def test_parts_are_written_at_round_ends_and_the_whole_is_their_concatenation(tm
     assert stream.peak_buffered <= 10 + ROWS_PER_ROUND
     assert len(streamed) == 9 * ROWS_PER_ROUND
     parts = part_paths(tmp_path)
-    assert [p.name for p in parts] == [f"part-{i:05d}.arrow" for i in range(4)]
+    assert [p.name for p in parts] == [f"part-{16 * i:012d}.arrow" for i in range(4)]
     assert [feather.read_table(p).num_rows for p in parts] == [16] * 4
     concatenated = pd.concat([feather.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
@@ -58,7 +58,7 @@ def test_parts_are_written_at_round_ends_and_the_whole_is_their_concatenation(tm
 
 def test_a_short_run_writes_its_timeline_in_one_go(tmp_path):
     timeline = Timeline(optional=())
-    stream = TimelineStream(timeline, tmp_path, part_rows=100)
+    stream = timeline_stream(timeline, tmp_path, part_rows=100)
     _round(timeline, 0)
     stream.round_ended()
     stream.finish()
@@ -69,7 +69,7 @@ def test_a_short_run_writes_its_timeline_in_one_go(tmp_path):
 def test_a_new_stream_clears_the_parts_a_killed_run_left(tmp_path):
     (tmp_path / PARTS_DIR).mkdir()
     (tmp_path / PARTS_DIR / "part-00007.arrow").write_bytes(b"stale")
-    TimelineStream(Timeline(optional=()), tmp_path, part_rows=5)
+    timeline_stream(Timeline(optional=()), tmp_path, part_rows=5)
     assert part_paths(tmp_path) == []
 
 
@@ -99,7 +99,7 @@ def test_fixed_optional_columns_are_exported_even_when_unset_and_others_refused(
 
 def test_only_a_timeline_with_a_fixed_schema_is_streamed(tmp_path):
     with pytest.raises(ValueError, match="optional columns fixed up front"):
-        TimelineStream(Timeline(), tmp_path)
+        timeline_stream(Timeline(), tmp_path)
 
 
 def _lte(tiny: dict[str, Any], rounds: int) -> dict[str, Any]:

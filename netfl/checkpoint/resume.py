@@ -17,6 +17,7 @@ from netfl.checkpoint.store import Checkpoint, CheckpointError, read_checkpoint,
 from netfl.config import Scenario
 from netfl.rundir import is_run_directory
 from netfl.scenario import dump_scenario, load_scenario
+from netfl.trace.streaming import STRATEGY, covers, parts_dir
 
 RESOLVED = "scenario.resolved.yaml"
 
@@ -45,7 +46,8 @@ def open_run(run_dir: str | Path, overrides: Sequence[str] = ()) -> OpenRun:
     ------
     CheckpointError
         Not a netfl run, a completed run, no checkpoint, one from another netfl version,
-        an override that changes the scenario, a resolved scenario edited since.
+        an override that changes the scenario, a resolved scenario edited since, the
+        strategy's score parts the checkpoint continues from missing.
     ScenarioError
         The run's ``scenario.resolved.yaml`` no longer validates.
     """
@@ -71,5 +73,12 @@ def open_run(run_dir: str | Path, overrides: Sequence[str] = ()) -> OpenRun:
     if scenario_digest(text) != checkpoint.scenario_sha256:
         raise CheckpointError(
             f"{resolved}: changed since the checkpoint was written; restore it to resume"
+        )
+    scores = checkpoint.score_log.n_drained
+    if not covers(run_dir, STRATEGY, scores):
+        raise CheckpointError(
+            f"{parts_dir(run_dir, STRATEGY)}: does not hold the strategy's first {scores:,}"
+            " score rows, which the checkpoint continues from (the folder was removed or"
+            " changed); the run cannot be resumed"
         )
     return OpenRun(run_dir, scenario, checkpoint)

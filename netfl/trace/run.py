@@ -24,7 +24,7 @@ from netfl.errors import MissingDataError, RunReadError, ScenarioError
 from netfl.rundir import is_run_directory
 from netfl.trace import learning_metrics, metrics, phases, rb
 from netfl.trace.runs import Runs
-from netfl.trace.streaming import TIMELINE_FILE, read_parts
+from netfl.trace.streaming import STRATEGY, TIMELINE_FILE, read_parts
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -151,6 +151,9 @@ class Run:
 
         Empty for strategies that expose no scores (``random``).
         """
+        parts = read_parts(self.path, STRATEGY)
+        if parts is not None:  # a run still going, or killed
+            return parts
         path = self.path / STRATEGY_FILE
         if not path.exists():
             raise MissingDataError(f"{path}: not written (a run from an older netfl)")

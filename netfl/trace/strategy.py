@@ -36,18 +36,38 @@ class ScoreLog:
     Typed arrays (26 bytes a row, score names as small integer codes in order of first
     use) rather than lists of Python objects (about 95 bytes a row): RBCS-F records three
     scores for every client every round, 30 million rows for 10,000 devices and 1,000
-    rounds."""
+    rounds. :meth:`drain` hands the rows held over (written as a part,
+    :mod:`netfl.trace.streaming`) and forgets them; ``len`` counts every row."""
+
+    _n_drained = 0  # (class defaults: checkpoints pickled before streaming lack them)
+    _names_drained = 0
 
     def __init__(self) -> None:
+        self._n_drained = 0
+        self._names_drained = 0  # names in use when the rows were last drained
+        self._names: dict[str, int] = {}
+        self._clear()
+
+    def _clear(self) -> None:
         self._round = array("i")
         self._t = array("d")
         self._client = array("i")
         self._score = array("h")
         self._value = array("d")
-        self._names: dict[str, int] = {}
 
     def __len__(self) -> int:
+        """Rows recorded, drained or not."""
+        return self._n_drained + len(self._round)
+
+    @property
+    def buffered(self) -> int:
+        """Rows recorded and not drained yet: the ones held in memory."""
         return len(self._round)
+
+    @property
+    def n_drained(self) -> int:
+        """Rows drained (written out as parts) so far."""
+        return self._n_drained
 
     def record(self, round: int, t_s: float, scores: Mapping[str, Mapping[int, float]]) -> None:
         """Append every value of ``scores`` (``{name: {client: value}}``) for this round."""
@@ -63,16 +83,29 @@ class ScoreLog:
             self._value.extend(float(v) for v in values.values())
 
     def head(self, n: int) -> ScoreLog:
-        """A copy holding the first ``n`` rows (the log as it was ``n`` rows ago)."""
+        """The log as it was when it had ``n`` rows (rows drained since refused)."""
+        held = n - self._n_drained
+        if not 0 <= held <= len(self._round):
+            raise ValueError(f"no head of {n} rows: {self._n_drained} drained, {len(self)} in all")
         head = ScoreLog()
+        head._n_drained, head._names_drained = self._n_drained, self._names_drained
         for name in ("_round", "_t", "_client", "_score", "_value"):
-            setattr(head, name, getattr(self, name)[:n])
+            setattr(head, name, getattr(self, name)[:held])
         # Codes are given in order of first use: the head's names are the first ones.
-        used = max(head._score, default=-1) + 1
+        used = max(max(head._score, default=-1) + 1, self._names_drained)
         head._names = dict(list(self._names.items())[:used])
         return head
 
+    def drain(self) -> pa.Table:
+        """The rows held (:meth:`to_arrow`), which are then forgotten."""
+        table = self.to_arrow()
+        self._n_drained += len(self._round)
+        self._names_drained = len(self._names)
+        self._clear()
+        return table
+
     def to_arrow(self) -> pa.Table:
+        """The rows held (all of them unless some were drained) as an Arrow table."""
         score = pa.DictionaryArray.from_arrays(
             pa.array(np.frombuffer(self._score, dtype=np.int16), pa.int16()),
             pa.array(list(self._names), pa.string()),
