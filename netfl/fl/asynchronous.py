@@ -230,9 +230,7 @@ class AsyncServer(Server):
         self.timeline.record(
             env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
         )
-        self._count_outcomes(outcomes)
-        record.n_dropped = sum(o.status == "dropped" for o in outcomes)
-        record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
+        self._count(record, outcomes)
         starts = np.array([a.start_s for a in resolved])
         for arrival in resolved:
             self.reported.observe([arrival.outcome], arrival.start_s)
@@ -260,13 +258,6 @@ class AsyncServer(Server):
             signals = self.signals.feedback(result, record.selected)
         features = _stack([a.features for a in resolved])
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
-
-    def _count_outcomes(self, outcomes: list[Outcome]) -> None:
-        clients = np.array([o.client for o in outcomes], dtype=np.int64)
-        status = np.array([o.status for o in outcomes], dtype=str)
-        np.add.at(self.counts["selected"], clients, 1)
-        for name in ("completed", "dropped", "deadline_miss"):
-            np.add.at(self.counts[name], clients[status == name], 1)
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:

@@ -53,6 +53,10 @@ KINDS: dict[str, str] = {
     "poll_upload_start": "poll: the polled client's answer upload begins",
     "poll_upload_end": "poll: the answer arrived at the server",
     "aggregate": "the server has aggregated the arrived updates (duration_s: its time)",
+    "edge_aggregate": "hierarchical FL: an edge aggregator averaged its cell's arrived updates"
+    " (client: the edge's cell)",
+    "cloud_sync": "hierarchical FL: the edges' models went up to the cloud and the cloud's"
+    " model came back over the edge -> cloud backhaul (duration_s, bits)",
     "evaluate": "the global model is evaluated (accuracy, loss)",
     "client_loss": "a client's loss of the global model at an evaluation (learning.fairness_loss)",
     "round_end": "a round ends",
