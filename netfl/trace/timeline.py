@@ -12,7 +12,9 @@ compute (``compute_start`` -> ``compute_end``), upload wait (``compute_end`` ->
 ``upload_start``: waiting for its turn in FedCS's scheduled upload) and upload
 (``upload_start`` -> ``upload_end``). The same phases of a strategy's poll carry the
 prefix ``poll_``. A client that leaves its round ends with ``drop``, ``deadline_miss`` or
-``cancel``.
+``cancel``. Under the asynchronous protocols (fedasync, fedbuff) a client's events carry in
+``round`` the global model version it downloaded, and the server's (``aggregate``,
+``round_end``) the version they produce.
 """
 
 from __future__ import annotations
