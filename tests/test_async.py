@@ -319,3 +319,11 @@ def test_report_and_compare_show_sync_and_async_runs(tiny, tmp_path):
     table = (out / "comparison.csv").read_text()
     assert "staleness_mean_mean" in table and "uplink_busy_fraction_mean" in table
     assert (out / "staleness_histogram.png").exists()
+
+
+def test_busy_fraction_counts_only_the_run():
+    from netfl.trace.metrics import busy_fraction
+
+    rows = [(8.0, "upload_start", 1), (12.0, "upload_end", 1)]
+    timeline = pd.DataFrame(rows, columns=["t_s", "kind", "client"])
+    assert busy_fraction(timeline, "upload_start", "upload_end", 10.0) == pytest.approx(0.2)
