@@ -30,7 +30,7 @@ def run_world(data: dict[str, Any]):
 
 def timing(tiny: dict[str, Any], protocol: str, **fl: Any) -> dict[str, Any]:
     """The tiny scenario, timing-only, 12 devices, under ``protocol``."""
-    tiny.pop("learning")
+    tiny["learning"] = "none"
     tiny["devices"]["groups"][0]["count"] = 12
     tiny["fl"] = {"protocol": protocol, "rounds": 20, "model_size_bits": 1e6, **fl}
     return tiny
@@ -327,3 +327,19 @@ def test_busy_fraction_counts_only_the_run():
     rows = [(8.0, "upload_start", 1), (12.0, "upload_end", 1)]
     timeline = pd.DataFrame(rows, columns=["t_s", "kind", "client"])
     assert busy_fraction(timeline, "upload_start", "upload_end", 10.0) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(("protocol", "c", "k"), [("fedasync", 6, 1), ("fedbuff", 8, 4)])
+def test_mean_staleness_is_littles_law(tiny, tmp_path, protocol, c, k):
+    """With c clients always training, a client's residence W and the arrival rate lambda
+    satisfy c = lambda W (Little's law), so the others' arrivals during one residence are
+    c - 1 on average: a mean staleness of (c - 1) / K versions (K = 1 for FedAsync)."""
+    fl = {"concurrency": c, "rounds": 3000 // k, "request_fraction": 1.0}
+    if k > 1:
+        fl["buffer_size"] = k
+    data = timing(tiny, protocol, **fl)
+    data["devices"]["groups"][0]["count"] = 40
+    run = simulate(scenario_from_data(data), tmp_path / "run").run_dir
+    rounds = pd.read_parquet(run / "rounds.parquet")
+    steady = np.concatenate(rounds["staleness"].to_numpy()[len(rounds) // 10 :])
+    assert steady.mean() == pytest.approx((c - 1) / k, rel=0.05)

@@ -262,7 +262,7 @@ def test_list_verbose_says_which_strategies_run_asynchronously():
         text=True,
     )
     lines = done.stdout.splitlines()
-    oort = lines[[i for i, line in enumerate(lines) if line.split()[:1] == ["oort"]][0] + 1]
-    ucb = lines[[i for i, line in enumerate(lines) if line.split()[:1] == ["ucb_cs"]][0] + 1]
+    oort = lines[next(i for i, line in enumerate(lines) if line.split()[:1] == ["oort"]) + 1]
+    ucb = lines[next(i for i, line in enumerate(lines) if line.split()[:1] == ["ucb_cs"]) + 1]
     assert "fedbuff" in oort and "not the asynchronous" not in oort
     assert "not the asynchronous" in ucb

@@ -73,7 +73,7 @@ def test_the_cloud_sync_shares_the_edge_cloud_link(tiny, tmp_path, sectors):
     """n edges send models of M bits up a link of capacity C and latency L, all at once
     (equal sharing), then the cloud's model down: 2 (n M / C + L)."""
     data = copy(tiny)
-    data.pop("learning")
+    data["learning"] = "none"
     data["radio"] = {"model": "lte"}
     data["cell"] = {"sectors": sectors, "inter_site_distance_m": 200} if sectors > 1 else {}
     data["cell"]["backhaul"] = {"edge_cloud_latency_s": 0.05, "edge_cloud_capacity_bps": 1e8}
