@@ -343,3 +343,16 @@ def test_mean_staleness_is_littles_law(tiny, tmp_path, protocol, c, k):
     rounds = pd.read_parquet(run / "rounds.parquet")
     steady = np.concatenate(rounds["staleness"].to_numpy()[len(rounds) // 10 :])
     assert steady.mean() == pytest.approx((c - 1) / k, rel=0.05)
+
+
+@pytest.mark.parametrize("protocol", ["fedasync", "fedbuff"])
+def test_the_memory_estimate_counts_an_async_runs_timeline(tiny, tmp_path, protocol):
+    from netfl.resources import estimate_memory
+
+    fl = {"concurrency": 6, "rounds": 60, "request_fraction": 1.0}
+    if protocol == "fedbuff":
+        fl["buffer_size"] = 3
+    scenario = scenario_from_data(timing(tiny, protocol, **fl))
+    run = simulate(scenario, tmp_path / "run").run_dir
+    rows = len(pd.read_parquet(run / "timeline.parquet"))
+    assert estimate_memory(scenario).timeline_rows == pytest.approx(rows, rel=0.25)
