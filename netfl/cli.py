@@ -250,9 +250,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for name, entry in entries.items():
             print(f"  {name:<{width}}  {entry.summary}")
             if args.verbose and title == "strategies":
-                from netfl.selection.docs import parameters
+                from netfl.selection.docs import parameters, protocols
 
-                for p in parameters(make().load(name)):
+                cls = make().load(name)
+                print(f"  {'':<{width}}    protocols: {protocols(cls)}")
+                for p in parameters(cls):
                     print(f"  {'':<{width}}    {p.name} ({p.type}, default {p.default})")
     if args.what in (None, "scenarios"):
         print("scenarios:")
@@ -345,6 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: the run directory holds what was recorded so far", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader left (`netfl list | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:
         if args.debug:
             traceback.print_exc()

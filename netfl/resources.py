@@ -108,12 +108,10 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         # concurrency client starts (netfl.fl.asynchronous), the selected clients' rows
         # come per update and the round rows per version.
         selected = min(fl.concurrency_in_force, n_devices)
-        updates = rounds * fl.buffer_in_force
         requests = ROWS_PER_ASKED_DEVICE * asked * fl.buffer_in_force / selected
         rows_per_round = math.ceil(
             ROWS_PER_SELECTED_CLIENT * fl.buffer_in_force + ROWS_PER_ROUND + requests
         )
-        rounds = max(1, math.ceil(updates / fl.buffer_in_force))
     model_bytes = 0
     if scenario.learning is not None and fl.model_size_bits is not None:
         model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)

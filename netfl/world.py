@@ -54,6 +54,8 @@ def _learner(scenario: Scenario, population: Population, streams: Streams) -> tu
     learner = build_learner(
         scenario.learning, population.n_clients, population.requested_samples, streams
     )
+    if scenario.fl.protocol == "hierarchical" and hasattr(learner, "local_repeats"):
+        learner.local_repeats = scenario.fl.kappa1  # HierFAVG: kappa_1 local updates a job
     bits = scenario.fl.model_size_bits or learner.model_size_bits
     return learner, bits
 
@@ -98,6 +100,7 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
         timeline=timeline,
         streams=streams,
         on_round=on_round,
+        client_cells=radio.columns.get("cell"),
     )
     client_columns: dict[str, Any] = {
         "client": np.arange(n),

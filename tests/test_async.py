@@ -30,7 +30,7 @@ def run_world(data: dict[str, Any]):
 
 def timing(tiny: dict[str, Any], protocol: str, **fl: Any) -> dict[str, Any]:
     """The tiny scenario, timing-only, 12 devices, under ``protocol``."""
-    tiny.pop("learning")
+    tiny["learning"] = "none"
     tiny["devices"]["groups"][0]["count"] = 12
     tiny["fl"] = {"protocol": protocol, "rounds": 20, "model_size_bits": 1e6, **fl}
     return tiny
@@ -319,3 +319,40 @@ def test_report_and_compare_show_sync_and_async_runs(tiny, tmp_path):
     table = (out / "comparison.csv").read_text()
     assert "staleness_mean_mean" in table and "uplink_busy_fraction_mean" in table
     assert (out / "staleness_histogram.png").exists()
+
+
+def test_busy_fraction_counts_only_the_run():
+    from netfl.trace.metrics import busy_fraction
+
+    rows = [(8.0, "upload_start", 1), (12.0, "upload_end", 1)]
+    timeline = pd.DataFrame(rows, columns=["t_s", "kind", "client"])
+    assert busy_fraction(timeline, "upload_start", "upload_end", 10.0) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(("protocol", "c", "k"), [("fedasync", 6, 1), ("fedbuff", 8, 4)])
+def test_mean_staleness_is_littles_law(tiny, tmp_path, protocol, c, k):
+    """With c clients always training, a client's residence W and the arrival rate lambda
+    satisfy c = lambda W (Little's law), so the others' arrivals during one residence are
+    c - 1 on average: a mean staleness of (c - 1) / K versions (K = 1 for FedAsync)."""
+    fl = {"concurrency": c, "rounds": 3000 // k, "request_fraction": 1.0}
+    if k > 1:
+        fl["buffer_size"] = k
+    data = timing(tiny, protocol, **fl)
+    data["devices"]["groups"][0]["count"] = 40
+    run = simulate(scenario_from_data(data), tmp_path / "run").run_dir
+    rounds = pd.read_parquet(run / "rounds.parquet")
+    steady = np.concatenate(rounds["staleness"].to_numpy()[len(rounds) // 10 :])
+    assert steady.mean() == pytest.approx((c - 1) / k, rel=0.05)
+
+
+@pytest.mark.parametrize("protocol", ["fedasync", "fedbuff"])
+def test_the_memory_estimate_counts_an_async_runs_timeline(tiny, tmp_path, protocol):
+    from netfl.resources import estimate_memory
+
+    fl = {"concurrency": 6, "rounds": 60, "request_fraction": 1.0}
+    if protocol == "fedbuff":
+        fl["buffer_size"] = 3
+    scenario = scenario_from_data(timing(tiny, protocol, **fl))
+    run = simulate(scenario, tmp_path / "run").run_dir
+    rows = len(pd.read_parquet(run / "timeline.parquet"))
+    assert estimate_memory(scenario).timeline_rows == pytest.approx(rows, rel=0.25)

@@ -235,3 +235,34 @@ def test_wall_times_are_reported_separately_and_add_up(write_scenario, tiny, tmp
     assert closing.startswith("done: ")
     assert f"{total:.1f} s wall (build {build:.1f} s, run {run:.1f} s" in closing
     assert f"of which training {training:.1f} s, write {write:.1f} s)" in closing
+
+
+def test_a_reader_that_leaves_early_gets_no_error():
+    """`netfl list | head -1`: the closed pipe ends the listing quietly."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        f"{sys.executable} -m netfl list strategies --verbose | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout == "strategies:\n"
+    assert done.stderr == ""
+
+
+def test_list_verbose_says_which_strategies_run_asynchronously():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "netfl", "list", "strategies", "--verbose"],
+        capture_output=True,
+        text=True,
+    )
+    lines = done.stdout.splitlines()
+    oort = lines[next(i for i, line in enumerate(lines) if line.split()[:1] == ["oort"]) + 1]
+    ucb = lines[next(i for i, line in enumerate(lines) if line.split()[:1] == ["ucb_cs"]) + 1]
+    assert "fedbuff" in oort and "not the asynchronous" not in oort
+    assert "not the asynchronous" in ucb

@@ -11,6 +11,8 @@ tables into this folder (or ``--out``)::
     python docs/figures/system_figures.py compare sweeps/compare-selection
     netfl sweep examples/multicell_sweep.yaml --jobs 2
     python docs/figures/system_figures.py multicell sweeps/multicell
+    netfl sweep examples/async_compare_sweep.yaml --jobs 2
+    python docs/figures/system_figures.py async sweeps/async-compare
 
 Everything is drawn with :mod:`netfl.trace.plots` and tabulated with
 :mod:`netfl.trace.compare`; this script only shortens the legend labels and lays out the
@@ -65,6 +67,12 @@ def relabel(fig: Figure, runs: Runs, label: Callable[[Run], str] = short_label) 
                 if text.startswith(long):
                     line.set_label(short + text[len(long) :])
                     break
+        for bars in ax.containers:  # bar charts (the staleness histogram)
+            text = str(bars.get_label())
+            for long, short in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
+                if text.startswith(long):
+                    bars.set_label(short + text[len(long) :])
+                    break
         if ax.get_legend() is not None or fig.legends:
             ax.legend(fontsize="small")
     for legend in list(fig.legends):
@@ -100,8 +108,31 @@ def cell_label(run: Run) -> str:
     return f"{short_label(run)}, {cells} cell{'s' if cells > 1 else ''}"
 
 
+def protocol_label(run: Run) -> str:
+    """The FL protocol and its sizes: ``FedBuff (10 training, K=5)``."""
+    fl = run.scenario_dict["fl"]
+    protocol = fl.get("protocol", "fedavg")
+    if protocol == "fedbuff":
+        return f"FedBuff ({fl['concurrency']} training, K={fl['buffer_size']})"
+    if protocol == "fedasync":
+        return f"FedAsync ({fl['concurrency']} training)"
+    if protocol == "hierarchical":
+        return f"HierFAVG (kappa1={fl['kappa1']}, kappa2={fl['kappa2']})"
+    return f"FedAvg ({fl['clients_per_round']} a round)"
+
+
+#: Extra columns of the asynchronous comparison: per-run metric -> (header, digits).
+ASYNC_COLUMNS = {
+    "staleness_mean": ("mean staleness (versions)", 2),
+    "uplink_busy_fraction": ("uplink busy fraction", 3),
+}
+
+
 def _summary_table(
-    runs: Runs, target: float | None, label: Callable[[Run], str] = short_label
+    runs: Runs,
+    target: float | None,
+    label: Callable[[Run], str] = short_label,
+    extra: dict[str, tuple[str, int]] | None = None,
 ) -> pd.DataFrame:
     """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
     table = compare.per_run(runs, target)
@@ -118,6 +149,8 @@ def _summary_table(
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
         row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))
         row["Jain (selection counts)"] = _pm(*metrics.mean_ci(group["fairness_jain"]), digits=3)
+        for metric, (header, digits) in (extra or {}).items():
+            row[header] = _pm(*metrics.mean_ci(group[metric]), digits=digits)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -234,6 +267,17 @@ def multicell(runs: Runs, out: Path) -> None:
     _write_table(_summary_table(runs, target, cell_label), out / "multicell.md")
 
 
+def async_compare(runs: Runs, out: Path) -> None:
+    """scenarios/async_compare.yaml: accuracy vs simulated time, staleness, the table."""
+    target = compare.common_target(runs, None)
+    figure = relabel(plots.accuracy_vs_time(runs), runs, protocol_label)
+    _save(figure, out / "async_compare.png")
+    staleness = relabel(plots.staleness_histogram(runs), runs, protocol_label)
+    _save(staleness, out / "async_compare_staleness.png")
+    table = _summary_table(runs, target, protocol_label, ASYNC_COLUMNS)
+    _write_table(table.rename(columns={"strategy": "protocol"}), out / "async_compare.md")
+
+
 def _write_table(table: pd.DataFrame, path: Path) -> None:
     path.write_text(markdown(table), encoding="utf-8")
     print(path)
@@ -241,7 +285,7 @@ def _write_table(table: pd.DataFrame, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare", "multicell"])
+    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare", "multicell", "async"])
     parser.add_argument("sweep", help="the sweep directory (or run directories, a glob)")
     parser.add_argument("--out", default=str(HERE), help="folder for PNGs and tables")
     args = parser.parse_args(argv)
@@ -251,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
         "mab_cs": mab_cs,
         "compare": compare_selection,
         "multicell": multicell,
+        "async": async_compare,
     }[args.which]
     draw(runs, Path(args.out))
 

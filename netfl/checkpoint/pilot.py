@@ -144,6 +144,18 @@ class PilotLearner:
         if not self.replaying:
             self.learner.apply_updates(results, versions, coefficients, relative_to)
 
+    # Hierarchical FL: the edge models are rebuilt from the cloud model at every cloud
+    # round, the boundary of a checkpoint, so the replay needs none.
+    def model_state(self) -> Any:
+        return None if self.replaying else self.learner.model_state()
+
+    def load_model_state(self, state: Any) -> None:
+        if not self.replaying:
+            self.learner.load_model_state(state)
+
+    def average_states(self, states: list[Any], weights: np.ndarray) -> Any:
+        return None if self.replaying else self.learner.average_states(states, weights)
+
     def evaluate(self) -> Evaluation:
         if not self.replaying:
             evaluation = self.learner.evaluate()

@@ -26,6 +26,7 @@ DEFAULT_DISTRIBUTION = {
     "fedavg": "unicast",
     "fedasync": "unicast",
     "fedbuff": "unicast",
+    "hierarchical": "unicast",
 }
 
 #: Protocols that keep clients training concurrently and aggregate as updates arrive.
@@ -47,7 +48,7 @@ _ASYNC_KEYS = (
 class FLConfig(StrictModel):
     """The federated-learning protocol: rounds, budgets and deadlines."""
 
-    protocol: Literal["fedavg", "fedcs", "fedasync", "fedbuff"] = Field(
+    protocol: Literal["fedavg", "fedcs", "fedasync", "fedbuff", "hierarchical"] = Field(
         default="fedavg",
         description=(
             "fedavg: synchronous FedAvg, selected clients upload in parallel as soon as they"
@@ -58,7 +59,10 @@ class FLConfig(StrictModel):
             " once. fedbuff: buffered asynchronous FedBuff (Nguyen et al. 2022), the server"
             " applies the average of every buffer_size arrived updates. The asynchronous"
             " protocols keep fl.concurrency clients training and count rounds as global"
-            " model versions (docs/protocol.md)."
+            " model versions (docs/protocol.md). hierarchical: HierFAVG (Liu et al. 2020),"
+            " an edge aggregator per cell aggregates its clients after every kappa1 local"
+            " updates and the cloud aggregates the edges every kappa2 edge rounds over the"
+            " edge -> cloud backhaul; a round is a cloud round."
         ),
     )
     rounds: PositiveInt | None = Field(
@@ -191,10 +195,34 @@ class FLConfig(StrictModel):
         " update (Nguyen et al. 2022 Alg. 1).",
     )
 
+    kappa1: PositiveInt = Field(
+        default=1,
+        description="hierarchical: local updates (each one learning.local_epochs or"
+        " local_steps) a client runs between two edge aggregations (kappa_1 of Liu et al."
+        " 2020, Alg. 1, counted in local updates).",
+    )
+    kappa2: PositiveInt = Field(
+        default=2,
+        description="hierarchical: edge aggregations between two cloud aggregations (kappa_2).",
+    )
+
     @model_validator(mode="after")
     def _stops(self) -> FLConfig:
         if self.rounds is None and self.time_budget_s is None:
             raise ValueError("set rounds, time_budget_s, or both: otherwise the run never ends")
+        return self
+
+    @model_validator(mode="after")
+    def _hierarchy(self) -> FLConfig:
+        if self.protocol != "hierarchical":
+            for key in ("kappa1", "kappa2"):
+                if getattr(self, key) != type(self).model_fields[key].default:
+                    raise ValueError(
+                        f"fl.{key} applies to fl.protocol hierarchical, not to {self.protocol}"
+                    )
+        elif self.distribution == "multicast" or self.over_selection > 0:
+            key = "distribution" if self.distribution == "multicast" else "over_selection"
+            raise ValueError(f"fl.{key}: not defined for the hierarchical protocol's edge rounds")
         return self
 
     @model_validator(mode="after")

@@ -93,6 +93,14 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                 f" population ({n_clients} devices)",
             )
         )
+    if scenario.fl.protocol == "hierarchical" and scenario.cell.backhaul.aggregator != "edge":
+        problems.append(
+            Problem(
+                "cell.backhaul.aggregator",
+                "must be edge under fl.protocol hierarchical: clients reach their edge"
+                " aggregator, the edges reach the cloud",
+            )
+        )
     if scenario.learning is None and scenario.fl.model_size_bits is None:
         problems.append(
             Problem(

@@ -35,6 +35,7 @@ from netfl.fl.feedback import round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
 from netfl.learning.interface import LocalResult
+from netfl.selection.base import Strategy
 from netfl.trace.tables import RoundRecord
 
 
@@ -45,6 +46,7 @@ class _Job:
     version: int
     exchange: Exchange
     features: dict[str, np.ndarray]
+    process: simpy.Process | None = None
 
 
 @dataclass
@@ -67,7 +69,8 @@ class AsyncServer(Server):
         self.version_start_s = 0.0
         self.jobs: dict[int, _Job] = {}
         self.in_flight = np.zeros(self.n_clients, dtype=bool)
-        self.arrivals: simpy.Store = simpy.Store(env)
+        self.arrived: list[_Arrival] = []
+        self.wakeup = env.event()  # fires at the first arrival after the server waited
         self.buffer: list[_Arrival] = []
         self.resolved: list[_Arrival] = []  # since the previous version
         self.n_started = 0
@@ -94,9 +97,10 @@ class AsyncServer(Server):
             if not self.jobs:
                 yield env.timeout(self._idle_wait_s())
                 continue
-            first = yield self.arrivals.get()
+            if not self.arrived:
+                yield self.wakeup
             yield LateTimeout(env, 0.0)  # every arrival of this instant, then refill
-            for arrival in [first, *self._drain()]:
+            for arrival in self._drain():
                 if self._finished(self.version):  # the last version is out: not applied
                     self._forget(arrival)
                     self._count_outcomes([arrival.outcome])
@@ -112,8 +116,9 @@ class AsyncServer(Server):
         return max(0.0, until - self.env.now)
 
     def _drain(self) -> list[_Arrival]:
-        items = list(self.arrivals.items)
-        self.arrivals.items.clear()
+        items, self.arrived = self.arrived, []
+        if self.wakeup.triggered:
+            self.wakeup = self.env.event()
         return items
 
     # -- starting clients ---------------------------------------------------------------
@@ -155,19 +160,22 @@ class AsyncServer(Server):
         self.n_started += 1
         with self._training():
             self.learner.start_update(self.version, client)
-        self.env.process(self._job(client, exchange))
+        job = self.jobs[client]
+        job.process = exchange.start_one(self._limit(self.env.now), self._done)
 
-    def _job(self, client: int, exchange: Exchange) -> Generator[simpy.Event, Any, None]:
-        outcomes = yield from exchange.run(self._limit(self.env.now))
-        job = self.jobs.pop(client)
-        self.in_flight[client] = False
-        self.arrivals.put(_Arrival(outcomes[0], job.version, exchange.start_s, job.features))
+    def _done(self, outcome: Outcome) -> None:
+        """A client's exchange is over (completed or left): its slot is free."""
+        job = self.jobs.pop(outcome.client)
+        self.in_flight[outcome.client] = False
+        self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
+        if not self.wakeup.triggered:
+            self.wakeup.succeed()
 
     def _stop_in_flight(self) -> Generator[simpy.Event, Any, None]:
         """At the end: cancel the clients still training (``cancel`` in the timeline)."""
         for job in list(self.jobs.values()):
-            if not job.exchange.done.triggered:
-                job.exchange.done.succeed()
+            if job.process is not None and job.process.is_alive:
+                job.process.interrupt("enough")
         if self.jobs:
             yield LateTimeout(self.env, 0.0)
         for arrival in self._drain():
@@ -230,9 +238,7 @@ class AsyncServer(Server):
         self.timeline.record(
             env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
         )
-        self._count_outcomes(outcomes)
-        record.n_dropped = sum(o.status == "dropped" for o in outcomes)
-        record.n_deadline_miss = sum(o.status == "deadline_miss" for o in outcomes)
+        self._count(record, outcomes)
         starts = np.array([a.start_s for a in resolved])
         for arrival in resolved:
             self.reported.observe([arrival.outcome], arrival.start_s)
@@ -252,6 +258,8 @@ class AsyncServer(Server):
         applied: list[_Arrival],
         starts: np.ndarray,
     ) -> None:
+        if not _observes(self.strategy):
+            return  # e.g. random: one feedback per version would be built for nobody
         outcomes = [a.outcome for a in resolved]
         results = [a.result for a in applied if a.result is not None]
         result = _concatenate(results, self.learner.n_samples)
@@ -261,12 +269,12 @@ class AsyncServer(Server):
         features = _stack([a.features for a in resolved])
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
 
-    def _count_outcomes(self, outcomes: list[Outcome]) -> None:
-        clients = np.array([o.client for o in outcomes], dtype=np.int64)
-        status = np.array([o.status for o in outcomes], dtype=str)
-        np.add.at(self.counts["selected"], clients, 1)
-        for name in ("completed", "dropped", "deadline_miss"):
-            np.add.at(self.counts[name], clients[status == name], 1)
+
+def _observes(strategy: Strategy) -> bool:
+    """Whether the strategy (or the one a checkpoint's stand-in answers for) learns from
+    feedback, i.e. overrides ``Strategy.observe``."""
+    inner = getattr(strategy, "strategy", strategy)
+    return type(inner).observe is not Strategy.observe
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -28,10 +29,11 @@ def update_samples(scenario: Scenario, learner: Learner) -> np.ndarray:
     """Samples one local update processes per client: the learner's ``update_samples``
     where it says (local steps), else local epochs x the client's samples."""
     given = getattr(learner, "update_samples", None)
+    repeats = scenario.fl.kappa1 if scenario.fl.protocol == "hierarchical" else 1
     if given is not None:
-        return np.asarray(given, dtype=float)
-    epochs = scenario.learning.local_epochs if scenario.learning else 1
-    return epochs * np.asarray(learner.n_samples, dtype=float)
+        return repeats * np.asarray(given, dtype=float)
+    epochs = (scenario.learning.local_epochs or 1) if scenario.learning else 1
+    return repeats * epochs * np.asarray(learner.n_samples, dtype=float)
 
 
 def build_devices(
@@ -65,6 +67,7 @@ def build_server(
     timeline: Timeline,
     streams: Streams,
     on_round: Callable[[RoundRecord], None] | None = None,
+    client_cells: np.ndarray | None = None,
 ) -> Server:
     """The FL server, evaluating the global model on the scenario's schedule."""
     warn_impossible_deadline(scenario, devices, network, model_size_bits)
@@ -80,6 +83,18 @@ def build_server(
         from netfl.fl.protocols import aggregation_rule
 
         kind, extra = AsyncServer, {"rule": aggregation_rule(scenario.fl)}
+    elif scenario.fl.protocol == "hierarchical":
+        from netfl.fl.hierarchical import HierarchicalServer
+        from netfl.radio.lte import BackhaulLink
+
+        n = len(learner.n_samples)
+        cells = np.zeros(n, dtype=np.int64) if client_cells is None else client_cells
+        backhaul = scenario.cell.backhaul
+        capacity = backhaul.edge_cloud_capacity_bps
+        cloud_link = BackhaulLink(
+            env, backhaul.edge_cloud_latency_s, math.inf if capacity is None else capacity
+        )
+        kind, extra = HierarchicalServer, {"edges": cells, "cloud_link": cloud_link}
     return kind(
         env,
         **extra,

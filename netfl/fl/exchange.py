@@ -20,7 +20,7 @@ number of answers it wanted (over-selection: ``cancel``). Its work is then lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,6 +205,27 @@ class Exchange:
         here = devices.available(clients)
         leave[here] = devices.leaves_at(clients[here])
         return leave
+
+    def start_one(self, limit_s: float | None, on_done: Callable[[Outcome], None]) -> simpy.Process:
+        """Start an exchange of one client without a process of its own (the asynchronous
+        protocols run thousands): the client's process, interrupted by a timer at its
+        device's leaving (``drop``) or at ``limit_s`` (``deadline_miss``, after every other
+        event of that instant, as in :meth:`run`); ``on_done(outcome)`` when it is over.
+        Interrupt the returned process with ``"enough"`` to cancel the client."""
+        env = self.parts.env
+        self.start_s = env.now
+        (out,) = self.outcomes
+        proc = env.process(self._client(out))
+        leave_s = float(self._leave_times()[0])
+        timer: simpy.Event | None = None
+        if limit_s is not None and limit_s < leave_s:
+            timer, cause = LateTimeout(env, max(0.0, limit_s - env.now)), "limit"
+        elif math.isfinite(leave_s):
+            timer, cause = env.timeout(max(0.0, leave_s - env.now)), "drop"
+        if timer is not None:
+            timer.callbacks.append(lambda _: proc.interrupt(cause) if proc.is_alive else None)
+        proc.callbacks.append(lambda _: on_done(out))
+        return proc
 
     def _watch_drops(
         self, procs: list[simpy.Process], leave: np.ndarray

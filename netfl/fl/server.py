@@ -376,14 +376,19 @@ class Server:
             self.on_round(record)
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
-        # A round's outcomes are of distinct clients, so fancy-index increments are exact.
-        clients = np.array([o.client for o in outcomes], dtype=np.int64)
-        status = np.array([o.status for o in outcomes], dtype=str)
-        self.counts["selected"][clients] += 1
-        for name in ("completed", "dropped", "deadline_miss"):
-            self.counts[name][clients[status == name]] += 1
+        status = self._count_outcomes(outcomes)
         record.n_dropped = int(np.sum(status == "dropped"))
         record.n_deadline_miss = int(np.sum(status == "deadline_miss"))
+
+    def _count_outcomes(self, outcomes: list[Outcome]) -> np.ndarray:
+        """Add the outcomes to the per-client counters (a client may appear more than once);
+        return their statuses."""
+        clients = np.array([o.client for o in outcomes], dtype=np.int64)
+        status = np.array([o.status for o in outcomes], dtype=str)
+        np.add.at(self.counts["selected"], clients, 1)
+        for name in ("completed", "dropped", "deadline_miss"):
+            np.add.at(self.counts[name], clients[status == name], 1)
+        return status
 
     def _evaluate(self, record: RoundRecord) -> None:
         with self._training():

@@ -129,6 +129,12 @@ class Learner(Protocol):
         relative_to: str,
     ) -> None: ...
 
+    def model_state(self) -> Any: ...
+
+    def load_model_state(self, state: Any) -> None: ...
+
+    def average_states(self, states: list[Any], weights: np.ndarray) -> Any: ...
+
     def evaluate(self) -> Evaluation: ...
 
     def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
@@ -198,6 +204,15 @@ class NullLearner:
         coefficients: np.ndarray,
         relative_to: str,
     ) -> None:
+        return None
+
+    def model_state(self) -> Any:
+        return None
+
+    def load_model_state(self, state: Any) -> None:
+        return None
+
+    def average_states(self, states: list[Any], weights: np.ndarray) -> Any:
         return None
 
     def evaluate(self) -> Evaluation:

@@ -113,6 +113,8 @@ class TorchLearner:
         self.trainer = make_trainer(config, self.model, device)
         self._seed = np.random.SeedSequence(seed)
         self.versions = ModelVersions(len(self._n_samples))
+        #: Local updates run back to back in one job (HierFAVG's kappa_1; 1 otherwise).
+        self.local_repeats = 1
 
     @property
     def n_samples(self) -> np.ndarray:
@@ -121,7 +123,7 @@ class TorchLearner:
     @property
     def update_samples(self) -> np.ndarray:
         """Training samples one local update processes, per client (E n_k or tau min(b, n_k))."""
-        return self.sgd(0).samples_processed(self._n_samples)
+        return self.sgd(0, repeats=1).samples_processed(self._n_samples)
 
     def lr_at(self, round: int) -> float:
         """lr * decay^round * factor^(milestones passed) (UCB-CS: halved at 300 and 600)."""
@@ -129,13 +131,16 @@ class TorchLearner:
         passed = sum(1 for m in config.lr_milestones if round >= m)
         return config.lr * config.lr_decay**round * config.lr_milestone_factor**passed
 
-    def sgd(self, round: int) -> LocalSGD:
+    def sgd(self, round: int, repeats: int | None = None) -> LocalSGD:
+        """Local SGD of one job: ``repeats`` local updates (default ``local_repeats``)
+        back to back, as one longer run (momentum carries over)."""
         config = self.config
+        k = self.local_repeats if repeats is None else repeats
         return LocalSGD(
             lr=self.lr_at(round),
-            epochs=config.local_epochs or 1,  # unused with local steps
+            epochs=(config.local_epochs or 1) * k,  # unused with local steps
             batch_size=config.batch_size,
-            steps=config.local_steps,
+            steps=None if config.local_steps is None else config.local_steps * k,
             momentum=config.momentum,
             weight_decay=config.weight_decay,
         )
@@ -208,6 +213,23 @@ class TorchLearner:
                 np.asarray(coefficients)[trained],
             )
         self.versions.release(versions)
+
+    # -- hierarchical FL: edge models ---------------------------------------------------
+
+    def model_state(self) -> dict[str, torch.Tensor]:
+        """The global model (an edge's model while the server works on that edge)."""
+        return self.global_state
+
+    def load_model_state(self, state: dict[str, torch.Tensor] | None) -> None:
+        if state is not None:
+            self.global_state = self._previous_state = state
+
+    def average_states(
+        self, states: list[dict[str, torch.Tensor]], weights: np.ndarray
+    ) -> dict[str, torch.Tensor] | None:
+        """FedAvg of whole models (the cloud averaging the edges), weights >= 0."""
+        stacked = {k: torch.stack([s[k] for s in states]) for k in states[0]}
+        return fedavg(stacked, torch.as_tensor(np.asarray(weights), dtype=torch.float64))
 
     def _train_from(
         self, state: dict[str, torch.Tensor], version: int, clients: np.ndarray, keys: list

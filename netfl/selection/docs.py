@@ -93,6 +93,16 @@ def summary_paragraph(cls: type) -> str:
     return doc.split("\n\n")[0].replace("\n", " ").strip()
 
 
+def protocols(cls: type) -> str:
+    """Which ``fl.protocol`` values the strategy runs under."""
+    synchronous = "fedavg, fedcs, hierarchical"
+    if getattr(cls, "supports_async", False):
+        return (
+            f"{synchronous}, fedasync, fedbuff (asynchronous: picks whom to start in a freed slot)"
+        )
+    return f"{synchronous} (not the asynchronous fedasync, fedbuff)"
+
+
 def section(name: str) -> str:
     """One strategy's reference in markdown."""
     from netfl.registry import strategies
@@ -101,6 +111,7 @@ def section(name: str) -> str:
     entry = registry.entries()[name]
     cls = registry.load(name)
     rows = [f"## `{name}`", "", entry.summary + ".", "", summary_paragraph(cls), ""]
+    rows += [f"Protocols: {protocols(cls)}.", ""]
     params = parameters(cls)
     if not params:
         rows += ["No parameters.", ""]

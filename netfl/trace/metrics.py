@@ -167,7 +167,7 @@ def busy_fraction(
     intervals += [(start, duration_s) for start in open_since.values()]
     busy, reach = 0.0, 0.0
     for start, end in sorted(intervals):
-        start = max(start, reach)
+        start, end = max(start, reach), min(end, duration_s)
         if end > start:
             busy += end - start
             reach = end

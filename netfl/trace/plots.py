@@ -78,15 +78,18 @@ def staleness_histogram(runs: RunsLike) -> Figure:
     ax = fig.add_subplot()
     grouped = groups(runs)
     pooled = [np.concatenate([r.staleness().to_numpy() for r in group]) for _, group in grouped]
-    top = max((int(v.max()) for v in pooled if len(v)), default=0)
+    everything = np.concatenate(pooled) if pooled else np.zeros(0, dtype=int)
+    # The tail beyond the 99.5th percentile goes into the last bar (labelled ">=").
+    top = int(np.ceil(np.percentile(everything, 99.5))) if len(everything) else 0
     width = 0.8 / len(grouped)
     for k, ((label, _), values) in enumerate(zip(grouped, pooled, strict=True)):
         if not len(values):
             continue
-        share = np.bincount(values, minlength=top + 1) / len(values)
+        share = np.bincount(np.minimum(values, top), minlength=top + 1) / len(values)
         mean = f"mean {values.mean():.2f}"
         ax.bar(np.arange(top + 1) + k * width, share, width=width, label=labelled(label, mean))
-    ax.set(xlabel="staleness (global versions)", ylabel="share of updates")
+    tail = f" (last bar: {top} or more)" if len(everything) and everything.max() > top else ""
+    ax.set(xlabel=f"staleness (global versions){tail}", ylabel="share of updates")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return finish(fig, ax, "Staleness of the aggregated updates")
 

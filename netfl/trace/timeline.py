@@ -12,7 +12,9 @@ compute (``compute_start`` -> ``compute_end``), upload wait (``compute_end`` ->
 ``upload_start``: waiting for its turn in FedCS's scheduled upload) and upload
 (``upload_start`` -> ``upload_end``). The same phases of a strategy's poll carry the
 prefix ``poll_``. A client that leaves its round ends with ``drop``, ``deadline_miss`` or
-``cancel``.
+``cancel``. Under the asynchronous protocols (fedasync, fedbuff) a client's events carry in
+``round`` the global model version it downloaded, and the server's (``aggregate``,
+``round_end``) the version they produce.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ KINDS: dict[str, str] = {
     "poll_upload_start": "poll: the polled client's answer upload begins",
     "poll_upload_end": "poll: the answer arrived at the server",
     "aggregate": "the server has aggregated the arrived updates (duration_s: its time)",
+    "edge_aggregate": "hierarchical FL: an edge aggregator averaged its cell's arrived updates"
+    " (client: the edge's cell)",
+    "cloud_sync": "hierarchical FL: the edges' models went up to the cloud and the cloud's"
+    " model came back over the edge -> cloud backhaul (duration_s, bits)",
     "evaluate": "the global model is evaluated (accuracy, loss)",
     "client_loss": "a client's loss of the global model at an evaluation (learning.fairness_loss)",
     "round_end": "a round ends",
