@@ -356,3 +356,15 @@ def test_the_memory_estimate_counts_an_async_runs_timeline(tiny, tmp_path, proto
     run = simulate(scenario, tmp_path / "run").run_dir
     rows = len(pd.read_parquet(run / "timeline.parquet"))
     assert estimate_memory(scenario).timeline_rows == pytest.approx(rows, rel=0.25)
+
+
+def test_an_async_run_that_can_start_nobody_fails_instead_of_hanging(tiny, tmp_path, monkeypatch):
+    from netfl.fl import asynchronous
+
+    monkeypatch.setattr(asynchronous, "MAX_IDLE_TRIES", 20)
+    data = timing(tiny, "fedasync", concurrency=2)
+    data["devices"]["groups"][0]["availability"] = 0.0  # never available
+    with pytest.raises(RuntimeError, match="no client could be started"):
+        simulate(scenario_from_data(data), tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed"

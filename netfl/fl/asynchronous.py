@@ -38,6 +38,10 @@ from netfl.learning.interface import LocalResult
 from netfl.selection.base import Strategy
 from netfl.trace.tables import RoundRecord
 
+#: Consecutive empty refills (nobody training, nobody startable) before a run without a
+#: time budget gives up instead of waiting for ever.
+MAX_IDLE_TRIES = 10_000
+
 
 @dataclass
 class _Job:
@@ -76,6 +80,7 @@ class AsyncServer(Server):
         self.n_started = 0
         self.n_selections = 0
         self.epoch = -1
+        self.n_idle = 0  # consecutive refills that started nobody with nobody training
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
         self.plan = Plan(
@@ -95,8 +100,10 @@ class AsyncServer(Server):
         while not self._finished(self.version):
             yield from self._refill()
             if not self.jobs:
+                self._note_idle()
                 yield env.timeout(self._idle_wait_s())
                 continue
+            self.n_idle = 0
             if not self.arrived:
                 yield self.wakeup
             yield LateTimeout(env, 0.0)  # every arrival of this instant, then refill
@@ -108,6 +115,18 @@ class AsyncServer(Server):
                 yield from self._arrive(arrival)
         yield from self._stop_in_flight()
         self._final_evaluation()
+
+    def _note_idle(self) -> None:
+        """Nobody could be started: wait and ask again, but not for ever when there is no
+        time budget to end the run (a synchronous run's empty rounds count as rounds)."""
+        self.n_idle += 1
+        if self.config.time_budget_s is None and self.n_idle >= MAX_IDLE_TRIES:
+            raise RuntimeError(
+                f"fl.protocol {self.config.protocol}: no client could be started in"
+                f" {MAX_IDLE_TRIES} tries {self.config.empty_round_wait_s:g} s apart (version"
+                f" {self.version}, t = {self.env.now:g} s); the run would never reach"
+                " fl.rounds: set fl.time_budget_s, or check availability and the strategy"
+            )
 
     def _idle_wait_s(self) -> float:
         until = self.env.now + self.config.empty_round_wait_s
