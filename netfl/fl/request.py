@@ -55,14 +55,17 @@ class ResourceRequest:
         """Ask this round's clients; return those that answered by ``limit``, sorted."""
         env, timeline = self.parts.env, self.parts.timeline
         k = math.ceil(self.n_clients * self.config.request_fraction - 1e-9)
-        asked = np.sort(self.rng.choice(self.n_clients, size=k, replace=False))
-        timeline.record_many(env.now, "request", r, asked.tolist())
+        if k == self.n_clients:  # everyone: the draw's order is sorted away anyway
+            asked = np.arange(k)
+        else:
+            asked = np.sort(self.rng.choice(self.n_clients, size=k, replace=False))
+        timeline.record_many(env.now, "request", r, asked)
         if self.config.request_time_s > 0:
             yield env.timeout(self.config.request_time_s)
         here = asked[self.parts.devices.available(asked)]
         bits = self._response_bits(here)
         if not np.any(bits > 0):
-            timeline.record_many(env.now, "response", r, here.tolist())
+            timeline.record_many(env.now, "response", r, here)
             return here
         answered = yield from self._reports(r, here, bits, limit)
         self.context_sent[answered] = True

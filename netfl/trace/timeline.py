@@ -92,6 +92,11 @@ SCHEMA = pa.schema(
 )
 
 
+#: numpy's types of the ``array`` module's "i" and "h" items on this platform.
+_INT = np.dtype(f"i{array('i').itemsize}")
+_SHORT = np.dtype(f"i{array('h').itemsize}")
+
+
 class Timeline:
     """Column-wise event recorder; cheap to append, converted to Arrow once.
 
@@ -181,17 +186,20 @@ class Timeline:
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
     ) -> None:
-        """Append one event per client, all at ``t_s`` with the same values."""
-        clients = array("i", [int(c) for c in clients])
-        first, n = len(self._t), len(clients)
+        """Append one event per client, all at ``t_s`` with the same values (``clients``:
+        any iterable of ints; a numpy array is appended without a Python loop)."""
+        ids = (
+            np.fromiter(clients, dtype=np.int64) if not isinstance(clients, np.ndarray) else clients
+        )
+        first, n = len(self._t), len(ids)
         self._check(values)
         for name, value in values.items():
-            self._rows[name].extend(range(first, first + n))
-            self._values[name].extend([float(value)] * n)
-        self._t.extend([float(t_s)] * n)
-        self._round.extend([int(round)] * n)
-        self._client.extend(clients)
-        self._kind.extend([self._code(kind)] * n)
+            self._rows[name].frombytes(np.arange(first, first + n, dtype=np.int64).tobytes())
+            self._values[name].frombytes(np.full(n, float(value)).tobytes())
+        self._t.frombytes(np.full(n, float(t_s)).tobytes())
+        self._round.frombytes(np.full(n, int(round), dtype=_INT).tobytes())
+        self._client.frombytes(ids.astype(_INT).tobytes())
+        self._kind.frombytes(np.full(n, self._code(kind), dtype=_SHORT).tobytes())
 
     def _column(self, name: str) -> np.ndarray:
         column = np.full(len(self._t), math.nan)
