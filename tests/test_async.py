@@ -218,6 +218,8 @@ def tiny_with_learning(data: dict[str, Any]) -> dict[str, Any]:
         ({"protocol": "fedbuff", "over_selection": 0.5}, "fl.over_selection"),
         ({"protocol": "fedavg", "buffer_size": 2}, "fl.buffer_size"),
         ({"protocol": "fedbuff", "distribution": "multicast"}, "fl.distribution"),
+        ({"protocol": "fedbuff", "mixing_alpha": 0.9}, "fl.mixing_alpha"),
+        ({"protocol": "fedasync", "server_lr": 2.0}, "fl.server_lr"),
     ],
 )
 def test_bad_asynchronous_keys_are_refused_naming_the_key(fl, key, tiny):

@@ -243,6 +243,10 @@ class FLConfig(StrictModel):
             )
         if self.protocol == "fedasync" and self.buffer_size is not None:
             raise ValueError("fl.buffer_size applies to fedbuff; fedasync applies every update")
+        defaults = type(self).model_fields
+        other = {"fedasync": "server_lr", "fedbuff": "mixing_alpha"}[self.protocol]
+        if getattr(self, other) != defaults[other].default:
+            raise ValueError(f"fl.{other} does not apply to fl.protocol {self.protocol}")
         if self.over_selection > 0:
             raise ValueError(
                 f"fl.over_selection applies to synchronous rounds, not to {self.protocol}:"
