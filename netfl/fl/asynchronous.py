@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from netfl.fl.exchange import Exchange, LateTimeout, Outcome, Plan
+from netfl.fl.exchange import Exchange, LateTimeout, Outcome
 from netfl.fl.feedback import round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
@@ -83,13 +83,6 @@ class AsyncServer(Server):
         self.n_idle = 0  # consecutive refills that started nobody with nobody training
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
-        self.plan = Plan(
-            download_bits=self.model_size_bits,
-            work_epochs=None,
-            upload_bits=self.model_size_bits,
-            distribution=self.config.distribution_mode,
-            sequential=False,
-        )
 
     # -- the main process ---------------------------------------------------------------
 

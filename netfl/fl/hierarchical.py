@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from netfl.fl.exchange import Exchange, Outcome, Plan
+from netfl.fl.exchange import Exchange, Outcome
 from netfl.fl.feedback import round_feedback
 from netfl.fl.server import Server
 from netfl.radio.lte import BackhaulLink
@@ -38,7 +38,7 @@ from netfl.trace.tables import RoundRecord
 
 
 class HierarchicalServer(Server):
-    """Runs cloud rounds until ``fl.rounds`` or the time budget."""
+    """Runs cloud rounds (``_round``) until ``fl.rounds`` or the time budget."""
 
     def __init__(
         self,
@@ -56,28 +56,11 @@ class HierarchicalServer(Server):
         self.cloud_link = cloud_link
         self.n_edge_rounds = 0
         self.n_selections = 0
-        self.plan = Plan(
-            download_bits=self.model_size_bits,
-            work_epochs=None,
-            upload_bits=self.model_size_bits,
-            distribution=self.config.distribution_mode,
-            sequential=False,
-        )
-
-    def run(self) -> Generator[simpy.Event, Any, None]:
-        round_ = 0
-        while not self._finished(round_):
-            yield from self._cloud_round(round_)
-            round_ += 1
-        self._final_evaluation()
-
-    def _past_budget(self) -> bool:
-        budget = self.config.time_budget_s
-        return budget is not None and self.env.now >= budget
 
     # -- a cloud round ------------------------------------------------------------------
 
-    def _cloud_round(self, r: int) -> Generator[simpy.Event, Any, None]:
+    def _round(self, r: int) -> Generator[simpy.Event, Any, None]:
+        """A cloud round: ``kappa2`` edge rounds, then the cloud aggregation."""
         env = self.env
         record = RoundRecord(round=r, t_start_s=env.now, lr=self.learner.lr_at(r))
         self.records.append(record)

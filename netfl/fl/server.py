@@ -96,6 +96,15 @@ class Server:
             for name in ("selected", "completed", "dropped", "deadline_miss")
         }
         self.records: list[RoundRecord] = []
+        #: The main exchange: the model down, one local update, the update up (FedCS's
+        #: scheduled upload under fedcs).
+        self.plan = Plan(
+            download_bits=model_size_bits,
+            work_epochs=None,
+            upload_bits=model_size_bits,
+            distribution=config.distribution_mode,
+            sequential=config.protocol == "fedcs",
+        )
         self.score_log = ScoreLog()
         #: Process seconds spent in the learner (local training, polls, aggregation,
         #: evaluation): summary.json's ``wall_training_s``.
@@ -138,6 +147,10 @@ class Server:
     def _finished(self, round_: int) -> bool:
         if self.config.rounds is not None and round_ >= self.config.rounds:
             return True
+        return self._past_budget()
+
+    def _past_budget(self) -> bool:
+        """Whether the simulated-time budget T_final is spent."""
         budget = self.config.time_budget_s
         return budget is not None and self.env.now >= budget
 
@@ -177,14 +190,9 @@ class Server:
             self._close_round(record, [], env.now, {})
             return
         self.devices.note_selected(r, np.asarray(selected))
-        plan = Plan(
-            download_bits=self.model_size_bits,
-            work_epochs=None,
-            upload_bits=self.model_size_bits,
-            distribution=self.config.distribution_mode,
-            sequential=self.config.protocol == "fedcs",
+        exchange = Exchange(
+            self.parts, r, selected, self.plan, target=self.config.clients_per_round
         )
-        exchange = Exchange(self.parts, r, selected, plan, target=self.config.clients_per_round)
         outcomes = yield from exchange.run(limit)
         if self.config.aggregation_time_s > 0:
             yield env.timeout(self.config.aggregation_time_s)
