@@ -32,17 +32,30 @@ DEFAULT_DISTRIBUTION = {
 #: Protocols that keep clients training concurrently and aggregate as updates arrive.
 ASYNC_PROTOCOLS = frozenset({"fedasync", "fedbuff"})
 
-#: Keys that only asynchronous protocols read (refused under the synchronous ones).
-_ASYNC_KEYS = (
-    "concurrency",
-    "buffer_size",
-    "mixing_alpha",
-    "staleness_weight",
-    "staleness_exponent",
-    "staleness_hinge_a",
-    "staleness_hinge_b",
-    "server_lr",
-)
+#: Keys that only some protocols read. A value other than the default under another
+#: protocol is refused, naming the key (a resolved scenario writes every default out, so
+#: "written" cannot mean "set").
+_PROTOCOL_KEYS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        (
+            "concurrency",
+            "staleness_weight",
+            "staleness_exponent",
+            "staleness_hinge_a",
+            "staleness_hinge_b",
+        ),
+        ASYNC_PROTOCOLS,
+    ),
+    "buffer_size": frozenset({"fedbuff"}),
+    "server_lr": frozenset({"fedbuff"}),
+    "mixing_alpha": frozenset({"fedasync"}),
+    "kappa1": frozenset({"hierarchical"}),
+    "kappa2": frozenset({"hierarchical"}),
+}
+
+#: Protocols whose rounds start their selected clients together (over-selection and
+#: multicast distribution need that).
+_TOGETHER = frozenset({"fedavg", "fedcs"})
 
 
 class FLConfig(StrictModel):
@@ -213,49 +226,29 @@ class FLConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _hierarchy(self) -> FLConfig:
-        if self.protocol != "hierarchical":
-            for key in ("kappa1", "kappa2"):
-                if getattr(self, key) != type(self).model_fields[key].default:
-                    raise ValueError(
-                        f"fl.{key} applies to fl.protocol hierarchical, not to {self.protocol}"
-                    )
-        elif self.distribution == "multicast" or self.over_selection > 0:
-            key = "distribution" if self.distribution == "multicast" else "over_selection"
-            raise ValueError(f"fl.{key}: not defined for the hierarchical protocol's edge rounds")
-        return self
-
-    @model_validator(mode="after")
-    def _asynchrony(self) -> FLConfig:
-        if not self.is_async:
-            defaults = type(self).model_fields
-            unused = [key for key in _ASYNC_KEYS if getattr(self, key) != defaults[key].default]
-            if unused:
-                raise ValueError(
-                    f"fl.{unused[0]} applies to the asynchronous protocols (fedasync, fedbuff),"
-                    f" not to fl.protocol {self.protocol}"
-                )
-            return self
-        if self.buffer_size is not None and self.buffer_size > self.concurrency_in_force:
-            raise ValueError(
-                f"fl.buffer_size ({self.buffer_size}) is larger than fl.concurrency"
-                f" ({self.concurrency_in_force}): the buffer would never fill"
-            )
-        if self.protocol == "fedasync" and self.buffer_size is not None:
-            raise ValueError("fl.buffer_size applies to fedbuff; fedasync applies every update")
+    def _protocol_keys(self) -> FLConfig:
         defaults = type(self).model_fields
-        other = {"fedasync": "server_lr", "fedbuff": "mixing_alpha"}[self.protocol]
-        if getattr(self, other) != defaults[other].default:
-            raise ValueError(f"fl.{other} does not apply to fl.protocol {self.protocol}")
-        if self.over_selection > 0:
+        for key, protocols in _PROTOCOL_KEYS.items():
+            if self.protocol not in protocols and getattr(self, key) != defaults[key].default:
+                raise ValueError(
+                    f"fl.{key} applies to fl.protocol {', '.join(sorted(protocols))}, not to"
+                    f" {self.protocol}"
+                )
+        if self.protocol not in _TOGETHER:
+            if self.over_selection > 0:
+                raise ValueError(
+                    "fl.over_selection applies to fl.protocol fedavg, fedcs, not to"
+                    f" {self.protocol}"
+                )
+            if self.distribution == "multicast":
+                raise ValueError(
+                    f"fl.distribution multicast needs clients that start together; under"
+                    f" {self.protocol} use unicast or instant"
+                )
+        if self.is_async and self.buffer_in_force > self.concurrency_in_force:
             raise ValueError(
-                f"fl.over_selection applies to synchronous rounds, not to {self.protocol}:"
-                " an asynchronous server keeps fl.concurrency clients training instead"
-            )
-        if self.distribution == "multicast":
-            raise ValueError(
-                f"fl.distribution multicast needs clients that start together; {self.protocol}"
-                " starts each client when a slot frees (use unicast or instant)"
+                f"fl.buffer_size ({self.buffer_in_force}) is larger than fl.concurrency"
+                f" ({self.concurrency_in_force}): the buffer would never fill"
             )
         return self
 
