@@ -370,3 +370,14 @@ def test_an_async_run_that_can_start_nobody_fails_instead_of_hanging(tiny, tmp_p
         simulate(scenario_from_data(data), tmp_path / "run")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "failed"
+
+
+def test_feedback_is_built_only_for_strategies_that_observe():
+    from netfl.checkpoint.pilot import PilotStrategy
+    from netfl.checkpoint.store import DecisionLog
+    from netfl.selection.oort import Oort
+    from netfl.selection.random import RandomSelection
+
+    assert not RandomSelection().observes and Oort().observes
+    assert PilotStrategy(Oort(), DecisionLog(), replaying=False).observes
+    assert not PilotStrategy(RandomSelection(), DecisionLog(), replaying=False).observes

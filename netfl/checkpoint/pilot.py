@@ -80,6 +80,10 @@ class PilotStrategy(Strategy):
         if not self.replaying:
             self.strategy.observe(feedback)
 
+    @property
+    def observes(self) -> bool:
+        return self.strategy.observes
+
     def scores(self) -> Scores:
         # Replayed rounds' scores are in the checkpoint's score log, restored at the end.
         return {} if self.replaying else self.strategy.scores()

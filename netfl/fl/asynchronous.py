@@ -35,7 +35,6 @@ from netfl.fl.feedback import round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
 from netfl.learning.interface import LocalResult
-from netfl.selection.base import Strategy
 from netfl.trace.tables import RoundRecord
 
 #: Consecutive empty refills (nobody training, nobody startable) before a run without a
@@ -270,7 +269,7 @@ class AsyncServer(Server):
         applied: list[_Arrival],
         starts: np.ndarray,
     ) -> None:
-        if not _observes(self.strategy):
+        if not self.strategy.observes:
             return  # e.g. random: one feedback per version would be built for nobody
         outcomes = [a.outcome for a in resolved]
         results = [a.result for a in applied if a.result is not None]
@@ -280,13 +279,6 @@ class AsyncServer(Server):
             signals = self.signals.feedback(result, record.selected)
         features = _stack([a.features for a in resolved])
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
-
-
-def _observes(strategy: Strategy) -> bool:
-    """Whether the strategy (or the one a checkpoint's stand-in answers for) learns from
-    feedback, i.e. overrides ``Strategy.observe``."""
-    inner = getattr(strategy, "strategy", strategy)
-    return type(inner).observe is not Strategy.observe
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:

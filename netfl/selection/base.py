@@ -247,6 +247,12 @@ class Strategy(ABC):
     def observe(self, feedback: RoundFeedback) -> None:  # noqa: B027 - optional hook
         """Learn from a finished round (default: nothing)."""
 
+    @property
+    def observes(self) -> bool:
+        """Whether ``observe`` does anything (the class overrides it): a server may skip
+        building feedback nobody reads (one per global version under asynchrony)."""
+        return type(self).observe is not Strategy.observe
+
     def scores(self) -> Scores:
         """Internal per-client values behind the latest ``select`` (default: none).
 
