@@ -101,8 +101,7 @@ class AsyncServer(Server):
             yield LateTimeout(env, 0.0)  # every arrival of this instant, then refill
             for arrival in self._drain():
                 if self._finished(self.version):  # the last version is out: not applied
-                    self._forget(arrival)
-                    self._count_outcomes([arrival.outcome])
+                    self._discard(arrival)
                     continue
                 yield from self._arrive(arrival)
         yield from self._stop_in_flight()
@@ -190,10 +189,14 @@ class AsyncServer(Server):
         if self.jobs:
             yield LateTimeout(self.env, 0.0)
         for arrival in self._drain():
-            self._forget(arrival)
-            self._count_outcomes([arrival.outcome])
+            self._discard(arrival)
 
     # -- arrivals and aggregation -------------------------------------------------------
+
+    def _discard(self, arrival: _Arrival) -> None:
+        """An arrival after the last version (or cancelled at the end): counted, not applied."""
+        self._forget(arrival)
+        self._count_outcomes([arrival.outcome])
 
     def _forget(self, arrival: _Arrival) -> None:
         with self._training():

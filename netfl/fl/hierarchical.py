@@ -124,10 +124,11 @@ class HierarchicalServer(Server):
         candidates = yield from self.request.run(r, limit)
         features = self._features(candidates)
         picks = []
-        for edge in self.edge_ids.tolist():
-            mine = self.edge_of[candidates] == edge
-            if not mine.any():
-                continue
+        # Candidates grouped by edge in one stable sort (each group stays sorted by id).
+        edges = self.edge_of[candidates]
+        order = np.argsort(edges, kind="stable")
+        present, starts = np.unique(edges[order], return_index=True)
+        for edge, mine in zip(present.tolist(), np.split(order, starts[1:]), strict=True):
             ctx = self._context(
                 self.n_selections,
                 candidates[mine],

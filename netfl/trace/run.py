@@ -220,8 +220,8 @@ class Run:
             return pd.Series(
                 np.zeros(int(rounds["n_completed"].sum()), dtype=int), name="staleness"
             )
-        values = [int(t) for row in rounds["staleness"] for t in row]
-        return pd.Series(values, dtype=int, name="staleness")
+        values = np.concatenate([np.zeros(0, dtype=int), *rounds["staleness"]])
+        return pd.Series(values.astype(int), name="staleness")
 
     def uplink_busy_fraction(self) -> float:
         """Share of the run's simulated time with at least one FL upload on the air."""
