@@ -15,6 +15,7 @@ from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.simulation import resume, simulate
 from netfl.world import build_world
+from tests.test_resume import assert_same_tables, stop_at
 
 
 def copy(data: dict[str, Any]) -> dict[str, Any]:
@@ -119,17 +120,9 @@ def test_an_interrupted_hierarchical_run_resumes_to_the_same_rows(tiny, tmp_path
     tiny["fl"].update(protocol="hierarchical", rounds=4, kappa2=2)
     simulate(scenario_from_data(tiny), tmp_path / "whole")
     tiny["fl"]["checkpoint_every"] = 1
-    select = RandomSelection.select
-
-    def stopping(self, ctx):
-        if ctx.round == 5:  # in the third cloud round's first edge round
-            raise KeyboardInterrupt
-        return select(self, ctx)
-
     with monkeypatch.context() as patch:
-        patch.setattr(RandomSelection, "select", stopping)
+        stop_at(patch, RandomSelection, 5)  # the third cloud round's first edge round
         with pytest.raises(KeyboardInterrupt):
             simulate(scenario_from_data(tiny), tmp_path / "run")
     assert resume(tmp_path / "run").summary["resumed_from_round"] == 2
-    for name in ("rounds.parquet", "timeline.parquet", "clients.parquet"):
-        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+    assert_same_tables(tmp_path / "whole", tmp_path / "run")
