@@ -61,9 +61,6 @@ class ModelVersions:
         self.states.setdefault(version, state)
         self.refs[version] = self.refs.get(version, 0) + 1
 
-    def version_of(self, client: int) -> int:
-        return self.jobs[client].version
-
     def finish(self, client: int, train: TrainFn) -> tuple[int, LocalResult]:
         """The client's update (one row) and its version; trains its version's batch if
         needed. The version stays held until :meth:`release`."""
