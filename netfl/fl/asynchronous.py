@@ -245,14 +245,7 @@ class AsyncServer(Server):
             bits=len(clients) * self.model_size_bits,
             duration_s=self.config.aggregation_time_s,
         )
-        if self.eval_schedule.due(record.round, env.now):
-            self._evaluate(record)
-        record.t_end_s = env.now
-        record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
-        self.timeline.record(
-            env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
-        )
-        self._count(record, outcomes)
+        self._end_record(record, outcomes)
         starts = np.array([a.start_s for a in resolved])
         for arrival in resolved:
             self.reported.observe([arrival.outcome], arrival.start_s)

@@ -85,12 +85,7 @@ class HierarchicalServer(Server):
         )
         record.selected = [o.client for o in outcomes]
         record.completed = completed
-        if self.eval_schedule.due(r, env.now):
-            self._evaluate(record)
-        record.t_end_s = env.now
-        record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
-        self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
-        self._count(record, outcomes)
+        self._end_record(record, outcomes)
         if self.on_round is not None:
             self.on_round(record)
 

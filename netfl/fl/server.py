@@ -367,12 +367,7 @@ class Server:
             bits=len(clients) * self.model_size_bits,
             duration_s=aggregation_s,
         )
-        if self.eval_schedule.due(r, env.now):
-            self._evaluate(record)
-        record.t_end_s = env.now
-        record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
-        self.timeline.record(env.now, "round_end", r, duration_s=env.now - record.t_start_s)
-        self._count(record, outcomes)
+        self._end_record(record, outcomes)
         self.reported.observe(outcomes, distribution_start_s)
         loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
         with self._training():
@@ -382,6 +377,19 @@ class Server:
         )
         if self.on_round is not None:
             self.on_round(record)
+
+    def _end_record(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
+        """A round (or global version) is over: evaluate if due, stamp its end and energy,
+        log ``round_end``, count its outcomes."""
+        env = self.env
+        if self.eval_schedule.due(record.round, env.now):
+            self._evaluate(record)
+        record.t_end_s = env.now
+        record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
+        self.timeline.record(
+            env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
+        )
+        self._count(record, outcomes)
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
         status = self._count_outcomes(outcomes)
