@@ -19,6 +19,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
@@ -29,6 +30,7 @@ from netfl.errors import (
     EXIT_OK,
     EXIT_TERMINATED,
     NetflError,
+    RadioWarning,
     ScenarioError,
     ScenarioWarning,
     Terminated,
@@ -266,19 +268,31 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _show_scenario_warnings() -> None:
-    """Print scenario warnings as one line, ``warning: key: message``."""
+    """Print every warning as one line: ``warning: key: message`` for netfl's own (they
+    name their key), ``warning: Category: message`` for a library's, never the source
+    line Python shows by default (``--debug`` keeps that)."""
     default = warnings.showwarning
     if getattr(default, "netfl", False):
         return
 
     def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, ScenarioWarning):
-            print(f"warning: {message}", file=sys.stderr)
-        else:
+        if _debug:
             default(message, category, *args, **kwargs)
+            return
+        text = " ".join(str(message).split())
+        if issubclass(category, ScenarioWarning | RadioWarning) or _own(args):
+            print(f"warning: {text}", file=sys.stderr)
+        else:
+            print(f"warning: {category.__name__}: {text}", file=sys.stderr)
 
     show.netfl = True  # type: ignore[attr-defined]
     warnings.showwarning = show
+
+
+def _own(args: tuple[Any, ...]) -> bool:
+    """Whether a warning was raised from netfl's code (its ``filename`` argument)."""
+    filename = str(args[0]) if args else ""
+    return Path(filename).resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 @contextlib.contextmanager
@@ -302,6 +316,7 @@ def _sigterm_raises() -> Iterator[None]:
 #: Commands after which :func:`entry` leaves the process at once (see there).
 _FAST_EXIT = frozenset({"simulate"})
 _command: str | None = None
+_debug = False
 
 
 def entry() -> None:
@@ -322,9 +337,10 @@ def entry() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    global _command
+    global _command, _debug
     args = _parser().parse_args(argv)
     _command = args.command
+    _debug = bool(getattr(args, "debug", False))
     _show_scenario_warnings()
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:

@@ -16,6 +16,7 @@ import numpy as np
 
 from channel_models.protocol import ChannelModel
 from netfl.config import Scenario
+from netfl.config.cell import CellConfig
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem, RadioWarning
@@ -70,8 +71,9 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
     problems = [
         Problem(_KEYS.get(what, "radio.channel_model"), message) for what, message in found.items()
     ]
-    if config.out_of_range == "refuse" and not c.multicell:
-        problems += _distance_problems(scenario, config.channel_model, channel)
+    if config.out_of_range == "refuse":
+        check = _layout_distance_problems if c.multicell else _distance_problems
+        problems += check(scenario, config.channel_model, channel)
     if not problems:
         problems += _load_problems(scenario)
     return problems
@@ -147,6 +149,55 @@ def _distance_problems(scenario: Scenario, name: str, channel: ChannelModel) -> 
                     f" beyond the path-loss model's validity ({high:g} m){hint}",
                 )
             )
+    return problems
+
+
+def farthest_site_m(cell: CellConfig) -> float:
+    """The farthest a device of the layout can be from a site (2D, metres).
+
+    Devices lie in their site's hexagon (circumradius R = ISD / sqrt(3)). Without
+    wrap-around the farthest site is at most the largest site-to-site distance plus R
+    away. With wrap-around (19 sites) each device sees the nearest of a site's images,
+    which form a hexagonal lattice of spacing sqrt(19) ISD (netfl/radio/layout.py): no
+    point is farther than the lattice's covering radius, sqrt(19 / 3) ISD, from one.
+    """
+    from netfl.radio.layout import layout_from_config
+
+    layout = layout_from_config(cell)
+    isd = layout.inter_site_distance_m
+    if layout.wrap_around:
+        return math.sqrt(19.0 / 3.0) * isd
+    sites = layout.site_xy_m
+    spread = np.hypot(*(sites[:, None, :] - sites[None, :, :]).transpose(2, 0, 1)).max()
+    return float(spread) + layout.site_radius_m
+
+
+def _layout_distance_problems(
+    scenario: Scenario, name: str, channel: ChannelModel
+) -> list[Problem]:
+    """The multi-cell layout's distances against the path-loss model's validity: every
+    device sees every site (the nearest image with wrap-around)."""
+    low, high = channel.distance_range_m()
+    c = scenario.cell
+    hint = "; or set radio.out_of_range: clip to clip distances to the valid range"
+    key = "cell.inter_site_distance_m" if c.inter_site_distance_m is not None else "cell.radius_m"
+    farthest = farthest_site_m(c)
+    problems = []
+    if farthest > high + 1e-9:
+        problems.append(
+            Problem(
+                key,
+                f"devices of the {c.sites}-site layout are up to {farthest:g} m from a site,"
+                f" beyond {name}'s validity ({high:g} m){hint}",
+            )
+        )
+    if c.min_distance_m < low - 1e-9:
+        problems.append(
+            Problem(
+                "cell.min_distance_m",
+                f"{c.min_distance_m:g} m is below the path-loss model's validity ({low:g} m){hint}",
+            )
+        )
     return problems
 
 
