@@ -209,19 +209,24 @@ def _wall_text(summary: dict[str, Any]) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from netfl.resources import disk_problems
     from netfl.scenario import dump_scenario, load_scenario, resolve_source
 
     source, _ = resolve_source(args.scenario)
     try:
         scenario = load_scenario(args.scenario, args.overrides, check_data=True)
+        problems = disk_problems(scenario, Path(scenario.output.root))
+        if problems:
+            raise ScenarioError(problems, source)
     except ScenarioError as exc:
         for line in exc.lines():
             print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.print_resolved:
-        from netfl.resources import estimate_memory
+        from netfl.resources import estimate_disk, estimate_memory
 
         print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
+        print(f"# Estimated run directory: {estimate_disk(scenario).describe()}")
         print(dump_scenario(scenario), end="")
     else:
         print(

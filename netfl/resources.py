@@ -19,21 +19,66 @@ shows the estimate. The three terms that grow with a scenario:
 
 Plus :data:`BASE_BYTES` for Python and the libraries. The constants are measured (see each);
 the estimate is meant to be right within a factor of two, which is what refusing a run that
-cannot fit needs.
+cannot fit needs. A multi-cell layout's population term is its propagation draw's peak
+(:func:`multicell_bytes_per_device`), and a synthetic dataset's samples are counted.
+
+The run directory is estimated beside the memory (:func:`estimate_disk`): the whole run's
+timeline rows (the parts and the final Parquet file are both on disk at the end), one row
+of ``rounds.parquet`` a round and one of ``clients.parquet`` a device; ``netfl validate``
+and ``simulate`` refuse a run whose directory the output disk cannot hold.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from netfl.config import Scenario
+from netfl.config.cell import CellConfig
+from netfl.config.learning import SyntheticParams
 from netfl.errors import Problem
 
 BYTES_PER_DEVICE = 450
 """Resident bytes per device after the world is built (single LTE cell, timing only):
 434 B measured with tracemalloc at 400,000 devices, 520 B at 100,000."""
+
+MULTICELL_BYTES_PER_DEVICE_CELL = 104
+"""The multi-cell build's peak, per device and cell: 13 float64 arrays of devices x cells
+alive at once in :func:`netfl.radio.propagation.link_gains` (relative azimuths, zenith
+angles, the antenna pattern's terms, the site loss per cell, the coupling gains) and the
+SINR geometry after it. Measured with tracemalloc (issue 27): the growth of the build's
+peak from 20,000 to 60,000 devices on 19 x 3, 19 x 1, 7 x 3 and 7 x 1 cells fits
+144 + 33 sites + 104 cells bytes a device to within 10% (1 x 3: 489 against 537)."""
+
+MULTICELL_BYTES_PER_DEVICE_SITE = 33
+"""The same peak's devices x sites arrays (distances, LOS states, path loss): about four
+float64 values a site (see :data:`MULTICELL_BYTES_PER_DEVICE_CELL`)."""
+
+MULTICELL_BYTES_PER_DEVICE_BASE = 144
+"""The same peak's per-device arrays (positions, heights, indoor state; the population)."""
+
+WRAP_AROUND_BYTES_PER_DEVICE_SITE = 23 * 8
+"""Wrap-around's nearest image (:meth:`netfl.radio.layout.Layout.site_offsets_m`): the
+offsets to the sites (2 float64 a site), to their 7 images (14) and the images' squared
+distances (7) are alive at once, 23 float64 per device and site (a 19.8 GiB array of the
+images at 10 million devices). Smaller than the propagation peak per device, so it never
+sets the estimate today; counted in case the propagation gets lighter."""
+
+DISK_BYTES_PER_TIMELINE_ROW = 18
+"""Bytes on disk per timeline row at the run's end, when the streamed parts (Arrow IPC,
+LZ4: 8.9 B a row) and ``timeline.parquet`` (zstd: 8.6 B a row) are both there: measured on
+271,201 rows of client events (quickstart's cell, 10,000 devices, 100 a round; issue 27).
+Rows of asked devices (sequential ids, one time) compress to about 1 B."""
+
+DISK_BYTES_PER_ROUND_ROW = 110
+"""``rounds.parquet``: about 110 B a round (5 clients a round, measured; the lists of
+selected and completed ids add 8 B a client, counted apart)."""
+
+DISK_BYTES_PER_CLIENT_ROW = 112
+"""``clients.parquet``: 112 B a device (10,000 devices, measured)."""
 
 BYTES_PER_TIMELINE_ROW = 150
 """Peak resident bytes per timeline row including the copies made when writing: issue 16's
@@ -93,8 +138,37 @@ def format_bytes(n_bytes: float) -> str:
     return f"{n_bytes:,.0f} B"
 
 
-def estimate_memory(scenario: Scenario) -> MemoryEstimate:
-    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn)."""
+def multicell_bytes_per_device(cell: CellConfig) -> int:
+    """Peak bytes per device while the multi-cell layout is built, as the code builds it
+    today: every device's link to every cell and site is drawn at once
+    (:mod:`netfl.radio.propagation`; devices x cells and devices x sites float64 arrays),
+    after the wrap-around's devices x sites x 7 images offsets (:mod:`netfl.radio.layout`),
+    whichever is larger. It includes the per-device arrays of the population."""
+    sites, cells = cell.sites, cell.sites * cell.sectors
+    propagation = (
+        MULTICELL_BYTES_PER_DEVICE_BASE
+        + MULTICELL_BYTES_PER_DEVICE_SITE * sites
+        + MULTICELL_BYTES_PER_DEVICE_CELL * cells
+    )
+    images = WRAP_AROUND_BYTES_PER_DEVICE_SITE * sites if cell.wrap_around else 0
+    return max(propagation, BYTES_PER_DEVICE + images, BYTES_PER_DEVICE)
+
+
+def synthetic_dataset_bytes(scenario: Scenario) -> int:
+    """The synthetic dataset's samples (FedProx's Synthetic: float64 features, a label):
+    each device's expected size exp(mu + sigma^2 / 2) + offset (a lognormal's mean)."""
+    learning = scenario.learning
+    if learning is None or learning.dataset != "synthetic":
+        return 0
+    params = SyntheticParams.model_validate(learning.dataset_params)
+    mean_size = math.exp(params.size_log_mean + params.size_log_sigma**2 / 2) + params.size_offset
+    samples = scenario.devices.n_clients * mean_size
+    return math.ceil(min(samples * (params.n_features + 1) * 8, 2.0**80))
+
+
+def _rows_per_round(scenario: Scenario) -> tuple[int, int]:
+    """(timeline rows a round, clients selected a round): a round of the synchronous
+    protocols, a version of the asynchronous ones, a cloud round of the hierarchical."""
     n_devices = scenario.devices.n_clients
     fl = scenario.fl
     selected = min(math.ceil(fl.clients_per_round * (1 + fl.over_selection)), n_devices)
@@ -102,7 +176,12 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     rows_per_round = (
         ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected + ROWS_PER_ROUND
     )
-    rounds = fl.rounds if fl.rounds is not None else 1
+    if fl.protocol == "hierarchical":
+        # kappa2 edge rounds, each a request and every edge's selection (an edge a cell).
+        edges = scenario.cell.sites * scenario.cell.sectors if scenario.cell.multicell else 1
+        selected = min(fl.clients_per_round * edges, n_devices)
+        edge_round = ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected
+        rows_per_round = fl.kappa2 * (edge_round + ROWS_PER_ROUND) + ROWS_PER_ROUND
     if fl.is_async:
         # A round is a version of buffer_in_force updates; the request goes out once per
         # concurrency client starts (netfl.fl.asynchronous), the selected clients' rows
@@ -112,6 +191,15 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         rows_per_round = math.ceil(
             ROWS_PER_SELECTED_CLIENT * fl.buffer_in_force + ROWS_PER_ROUND + requests
         )
+    return rows_per_round, selected
+
+
+def estimate_memory(scenario: Scenario) -> MemoryEstimate:
+    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn)."""
+    n_devices = scenario.devices.n_clients
+    fl = scenario.fl
+    rows_per_round, selected = _rows_per_round(scenario)
+    rounds = fl.rounds if fl.rounds is not None else 1
     model_bytes = 0
     if scenario.learning is not None and fl.model_size_bits is not None:
         model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)
@@ -119,8 +207,11 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     # Rows are written out at a round's end once TIMELINE_PART_ROWS are held (the last
     # round's rows, and the final evaluation's, stay until the end).
     held = min(rows, TIMELINE_PART_ROWS - 1 + rows_per_round + ROWS_PER_RUN)
+    per_device = (
+        multicell_bytes_per_device(scenario.cell) if scenario.cell.multicell else BYTES_PER_DEVICE
+    )
     return MemoryEstimate(
-        population_bytes=n_devices * BYTES_PER_DEVICE,
+        population_bytes=n_devices * per_device + synthetic_dataset_bytes(scenario),
         timeline_bytes=held * BYTES_PER_TIMELINE_ROW,
         model_bytes=model_bytes,
         timeline_rows=rows,
@@ -146,6 +237,9 @@ def _largest_term_key(scenario: Scenario, estimate: MemoryEstimate, physical: in
     largest term), else the term that grows most."""
     largest = max(estimate.timeline_bytes, estimate.model_bytes)
     if estimate.population_bytes > physical or estimate.population_bytes >= largest:
+        data = synthetic_dataset_bytes(scenario)
+        if data > estimate.population_bytes - data:
+            return "learning.dataset_params"
         counts = [group.count for group in scenario.devices.groups]
         return f"devices.groups.{counts.index(max(counts))}.count"
     if estimate.timeline_bytes >= estimate.model_bytes:
@@ -182,3 +276,70 @@ def memory_problems(
             f" {format_bytes(available)} of memory available now"
         ]
     return [], []
+
+
+@dataclass(frozen=True)
+class DiskEstimate:
+    """Estimated size of a run directory at its end, by table."""
+
+    timeline_bytes: int
+    rounds_bytes: int
+    clients_bytes: int
+    timeline_rows: int
+    rounds_known: bool
+    """False when ``fl.rounds`` is not set (a time budget): one round is counted."""
+
+    @property
+    def total_bytes(self) -> int:
+        return self.timeline_bytes + self.rounds_bytes + self.clients_bytes
+
+    def describe(self) -> str:
+        per = "" if self.rounds_known else " for the first round (fl.rounds not set)"
+        return (
+            f"about {format_bytes(self.total_bytes)}{per} (timeline {self.timeline_rows:,}"
+            f" rows {format_bytes(self.timeline_bytes)}, rounds"
+            f" {format_bytes(self.rounds_bytes)}, clients {format_bytes(self.clients_bytes)})"
+        )
+
+
+def estimate_disk(scenario: Scenario) -> DiskEstimate:
+    """The :class:`DiskEstimate` of ``scenario``'s run directory (nothing is built)."""
+    fl = scenario.fl
+    rows_per_round, selected = _rows_per_round(scenario)
+    rounds = fl.rounds if fl.rounds is not None else 1
+    rows = rows_per_round * rounds + ROWS_PER_RUN
+    return DiskEstimate(
+        timeline_bytes=rows * DISK_BYTES_PER_TIMELINE_ROW,
+        rounds_bytes=rounds * (DISK_BYTES_PER_ROUND_ROW + 16 * selected),
+        clients_bytes=scenario.devices.n_clients * DISK_BYTES_PER_CLIENT_ROW,
+        timeline_rows=rows,
+        rounds_known=fl.rounds is not None,
+    )
+
+
+def free_disk_bytes(out_dir: Path) -> int:
+    """Free bytes on the filesystem that holds (or will hold) ``out_dir``."""
+    here = Path(out_dir).absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return shutil.disk_usage(here).free
+
+
+def disk_problems(
+    scenario: Scenario, out_dir: Path, free_bytes: int | None = None
+) -> list[Problem]:
+    """A problem when the run directory at ``out_dir`` would not fit on its disk
+    (``free_bytes``: the free space, default the disk's now)."""
+    estimate = estimate_disk(scenario)
+    free = free_disk_bytes(out_dir) if free_bytes is None else free_bytes
+    if estimate.total_bytes <= free:
+        return []
+    fl = scenario.fl
+    key = "fl.rounds" if fl.rounds is not None and fl.rounds > 1 else "fl.request_fraction"
+    return [
+        Problem(
+            key,
+            f"the run directory needs {estimate.describe()}, more than the"
+            f" {format_bytes(free)} free on the disk of {out_dir}",
+        )
+    ]

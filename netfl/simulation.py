@@ -25,7 +25,8 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
-from netfl.errors import Terminated
+from netfl.errors import ScenarioError, Terminated
+from netfl.resources import disk_problems
 from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
 from netfl.scenario import dump_scenario
 from netfl.trace import strategy
@@ -177,6 +178,9 @@ def simulate(
     """
     started = datetime.now(UTC)
     clock_s = time.perf_counter()  # one clock for the summary, from the call on
+    problems = disk_problems(scenario, Path(out) if out is not None else Path(scenario.output.root))
+    if problems:
+        raise ScenarioError(problems)
     # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
     # that cannot be checkpointed) fails here, before anything is written.
     world = build_world(scenario, on_round=on_round)

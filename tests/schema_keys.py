@@ -12,6 +12,7 @@ anyone writing them (tests/test_hostile_yaml.py, tests/test_section_defaults.py)
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import types
 import typing
@@ -24,7 +25,13 @@ from pydantic_core import PydanticUndefined
 
 from netfl.config import dist
 from netfl.config.fl import _PROTOCOL_KEYS, FLConfig
-from netfl.config.learning import _PARTITION_PARAMS, _PARTITION_REQUIRED, PartitionConfig
+from netfl.config.learning import (
+    _PARTITION_PARAMS,
+    _PARTITION_REQUIRED,
+    DATASET_PARAMS,
+    LearningConfig,
+    PartitionConfig,
+)
 from netfl.config.scenario import Scenario
 
 Path = tuple[str | int, ...]
@@ -95,7 +102,7 @@ def put(data: dict[str, Any], path: Path, value: Any) -> dict[str, Any]:
     are created)."""
     out = copy.deepcopy(data)
     node: Any = out
-    for here, after in zip(path[:-1], path[1:], strict=True):
+    for here, after in itertools.pairwise(path):
         empty: Any = [] if isinstance(after, int) else {}
         if isinstance(here, int):
             while len(node) <= here:
@@ -122,7 +129,19 @@ def valid(data: dict[str, Any]) -> bool:
 
 
 #: Values tried, in order, for a key that must be given: the first the schema accepts.
-_CANDIDATES: tuple[Any, ...] = (2, 1, 0.5, 1.5, 10, 100.0, 1e6, True, "x", [1.0], {"dist": "constant", "value": 1.0})
+_CANDIDATES: tuple[Any, ...] = (
+    2,
+    1,
+    0.5,
+    1.5,
+    10,
+    100.0,
+    1e6,
+    True,
+    "x",
+    [1.0],
+    {"dist": "constant", "value": 1.0},
+)
 
 
 def _put_all(data: dict[str, Any], paths: list[Path], value: Any) -> dict[str, Any]:
@@ -141,9 +160,7 @@ def _first_valid(data: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
     return data
 
 
-def _section_context(
-    context: dict[str, Any], path: Path, model: type[BaseModel]
-) -> dict[str, Any]:
+def _section_context(context: dict[str, Any], path: Path, model: type[BaseModel]) -> dict[str, Any]:
     """``context`` with the section ``model`` at ``path`` in force: its tag, valid values
     for its required keys, and for an optional key if the section needs one of them
     (``snr`` or ``snr_db``)."""
@@ -188,6 +205,10 @@ def schema_keys() -> list[SchemaKey]:
         for name, field in model.model_fields.items():
             key_path = (*path, name)
             keys.append(SchemaKey(key_path, _key_context(context, key_path, model), model, field))
+            if model is LearningConfig and name == "dataset_params":
+                # A mapping validated by the dataset's own parameter model.
+                for dataset, params in DATASET_PARAMS.items():
+                    walk(params, key_path, put(context, (*path, "dataset"), dataset))
             for sub, is_list in sub_models(field.annotation):
                 sub_path = (*key_path, 0) if is_list else key_path
                 walk(sub, sub_path, _section_context(context, sub_path, sub))
@@ -209,7 +230,8 @@ def hostile_values(key: SchemaKey) -> list[Any]:
     annotation = key.field.annotation
     values: list[Any] = [[], {"unknown_key": 1}]
     if is_distribution(annotation):
-        return values + [
+        return [
+            *values,
             -1.0,
             10**12,
             {"dist": "uniform", "low": 5, "high": 1},
@@ -217,7 +239,7 @@ def hostile_values(key: SchemaKey) -> list[Any]:
             {"dist": "bogus"},
         ]
     if sub_models(annotation):
-        return values + ["text", 10**12]
+        return [*values, "text", 10**12]
     members = flatten(annotation)
     takes_int, takes_float = _numbers(annotation)
     if takes_int or takes_float:
