@@ -29,6 +29,7 @@ from netfl.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
+    DiskFullError,
     NetflError,
     RadioWarning,
     ScenarioError,
@@ -362,6 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DiskFullError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except Terminated:
         print("terminated: the run directory holds what was recorded so far", file=sys.stderr)
         return EXIT_TERMINATED
