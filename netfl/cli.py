@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import signal
@@ -62,7 +63,10 @@ def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The command line's parser (built once a process: building it costs milliseconds,
+    which ``main`` called in a loop, as the fuzz tests do, paid every call)."""
     parser = argparse.ArgumentParser(
         prog="netfl",
         description="Simulate federated learning over a mobile network (SimPy + PyTorch).",

@@ -320,7 +320,7 @@ def estimate_disk(scenario: Scenario) -> DiskEstimate:
 def free_disk_bytes(out_dir: Path) -> int:
     """Free bytes on the filesystem that holds (or will hold) ``out_dir``."""
     here = Path(out_dir).absolute()
-    while not here.exists() and here != here.parent:
+    while not os.path.isdir(here) and here != here.parent:  # False for a name too long
         here = here.parent
     return shutil.disk_usage(here).free
 
