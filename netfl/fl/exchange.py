@@ -42,7 +42,7 @@ LEAVE = {
 
 
 #: After SimPy's NORMAL (1) and URGENT (0) events of the same instant.
-_LATE = EventPriority(2)
+LATE = EventPriority(2)
 
 
 class LateTimeout(simpy.Event):
@@ -55,7 +55,7 @@ class LateTimeout(simpy.Event):
         super().__init__(env)
         self._ok = True
         self._value = None
-        env.schedule(self, priority=_LATE, delay=delay_s)
+        env.schedule(self, priority=LATE, delay=delay_s)
 
 
 @dataclass
@@ -153,15 +153,16 @@ class Exchange:
         env = parts.env
         # Sequential uploads: turns[j] fires when client j is done, letting j + 1 upload.
         self.turns = [env.event() for _ in clients[1:]] if plan.sequential else []
-        self.done = env.event()
+        self.done: simpy.Event | None = env.event()  # None: nobody waits (start_one)
         self.n_finished = 0
         self.n_completed = 0
         self.start_s = math.nan
         self._multicast: simpy.Process | None = None
 
     def _log(self, kind: str, client: int, **values: float) -> None:
-        self.parts.timeline.record(
-            self.parts.env.now, self.plan.prefix + kind, self.round, client, **values
+        parts, prefix = self.parts, self.plan.prefix
+        parts.timeline.record(
+            parts.env.now, prefix + kind if prefix else kind, self.round, client, **values
         )
 
     # -- the exchange ---------------------------------------------------------------------
@@ -182,6 +183,7 @@ class Exchange:
         procs = [env.process(self._client(o)) for o in self.outcomes]
         leave = self._leave_times()
         watcher = env.process(self._watch_drops(procs, leave)) if np.isfinite(leave).any() else None
+        assert self.done is not None
         waits: list[simpy.Event] = [self.done]
         if limit_s is not None:
             waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
@@ -214,9 +216,10 @@ class Exchange:
         Interrupt the returned process with ``"enough"`` to cancel the client."""
         env = self.parts.env
         self.start_s = env.now
+        self.done = None  # on_done is told instead: no event to schedule
         (out,) = self.outcomes
         proc = env.process(self._client(out))
-        leave_s = float(self._leave_times()[0])
+        leave_s = self.parts.devices.leave_time_s(out.client)
         timer: simpy.Event | None = None
         if limit_s is not None and limit_s < leave_s:
             timer, cause = LateTimeout(env, max(0.0, limit_s - env.now)), "limit"
@@ -248,8 +251,13 @@ class Exchange:
         if out.order < len(self.turns) and not self.turns[out.order].triggered:
             self.turns[out.order].succeed()
         everyone = self.n_finished == len(self.outcomes)
-        if (everyone or self.n_completed >= self.target) and not self.done.triggered:
-            self.done.succeed()
+        done = self.done
+        if (
+            done is not None
+            and (everyone or self.n_completed >= self.target)
+            and not done.triggered
+        ):
+            done.succeed()
 
     # -- one client -----------------------------------------------------------------------
 
