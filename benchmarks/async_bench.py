@@ -20,14 +20,35 @@ Run: ``python -m benchmarks.async_bench [--devices 10000] [--updates 100000] [--
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.side_by_side import HERE, compare
+from netfl.selection.base import SelectionContext, Strategy
+
+
+class FirstCandidates(Strategy):
+    """Selects the first candidates (``--strategy first``): the engine's cost without a
+    strategy's own (random selection's draw costs about as much as the rest of an
+    asynchronous server's per-update work; docs/benchmarks.md)."""
+
+    supports_async = True
+
+    def select(self, ctx: SelectionContext) -> Sequence[int]:
+        return ctx.candidates[: ctx.budget].tolist()
+
+
+STRATEGIES = {"random": {"name": "random"}, "first": {"name": f"{__name__}:FirstCandidates"}}
 
 
 def scenario(
-    devices: int, concurrency: int, updates: int, protocol: str, request_fraction: float = 1.0
+    devices: int,
+    concurrency: int,
+    updates: int,
+    protocol: str,
+    request_fraction: float = 1.0,
+    strategy: str = "random",
 ) -> dict[str, Any]:
     fl: dict[str, Any] = {
         "protocol": protocol,
@@ -55,7 +76,7 @@ def scenario(
             ]
         },
         "fl": fl,
-        "selection": {"name": "random"},
+        "selection": STRATEGIES[strategy],
         "learning": "none",
     }
 
@@ -68,6 +89,7 @@ def main() -> None:
     parser.add_argument("--request-fraction", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--protocols", nargs="+", default=["fedavg", "fedbuff", "fedasync"])
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="random")
     parser.add_argument("--vs", type=Path, help="a second checkout, run side by side")
     args = parser.parse_args()
     trees = [HERE] + ([args.vs.resolve()] if args.vs else [])
@@ -79,7 +101,12 @@ def main() -> None:
     fedavg: dict[Path, float] = {}
     for protocol in args.protocols:
         data = scenario(
-            args.devices, args.concurrency, args.updates, protocol, args.request_fraction
+            args.devices,
+            args.concurrency,
+            args.updates,
+            protocol,
+            args.request_fraction,
+            args.strategy,
         )
         results = compare(trees, data, args.repeat)
         for tree in trees:

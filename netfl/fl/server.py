@@ -46,6 +46,8 @@ POLL_ANSWER_BITS = 32.0
 #: Below this many items a Python loop beats numpy's per-call overhead.
 _FEW = 16
 
+_INTEGER = (int, np.integer)
+
 
 class StrategyContractError(RuntimeError):
     """A strategy returned an invalid selection or poll."""
@@ -270,7 +272,7 @@ class Server:
     def _distinct_candidates(ctx: SelectionContext, what: str, ids: Iterable[Any]) -> list[int]:
         """The strategy's ids as ints, if they are distinct integer candidates."""
         ids = list(ids)
-        if not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in ids):
+        if not all(isinstance(c, _INTEGER) and not isinstance(c, bool) for c in ids):
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
             )
@@ -390,12 +392,13 @@ class Server:
         )
         self._end_record(record, outcomes)
         self.reported.observe(outcomes, distribution_start_s)
-        loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
-        with self._training():
-            signals = self.signals.feedback(result, record.selected)
-        self.strategy.observe(
-            round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
-        )
+        if self.strategy.observes:  # else no feedback to build (random selection)
+            loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
+            with self._training():
+                signals = self.signals.feedback(result, record.selected)
+            self.strategy.observe(
+                round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
+            )
         if self.on_round is not None:
             self.on_round(record)
 

@@ -194,9 +194,8 @@ class Timeline:
         if isinstance(clients, list) and 0 < len(clients) <= _FEW_ROWS:
             # numpy's per-call cost is more than a few rows appended one by one (the
             # asynchronous protocols select a client or two at a time); same rows.
-            floats = {name: float(value) for name, value in values.items()}
-            for client in clients:
-                self.record(t_s, kind, int(round), int(client), **floats)
+            for client in clients:  # array("d") stores a value as float(value) would
+                self.record(t_s, kind, int(round), int(client), **values)
             return
         ids = (
             np.fromiter(clients, dtype=np.int64) if not isinstance(clients, np.ndarray) else clients
