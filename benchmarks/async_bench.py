@@ -39,7 +39,10 @@ class FirstCandidates(Strategy):
         return ctx.candidates[: ctx.budget].tolist()
 
 
-STRATEGIES = {"random": {"name": "random"}, "first": {"name": f"{__name__}:FirstCandidates"}}
+STRATEGIES = {
+    "random": {"name": "random"},
+    "first": {"name": "benchmarks.async_bench:FirstCandidates"},
+}
 
 
 def scenario(
