@@ -42,7 +42,7 @@ from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
 from netfl.learning.interface import LocalResult, NullLearner
-from netfl.selection.base import SelectionContext
+from netfl.selection.base import SelectionContext, Strategy
 from netfl.trace.tables import RoundRecord
 
 #: Consecutive empty refills (nobody training, nobody startable) before a run without a
@@ -127,9 +127,12 @@ class AsyncServer(Server):
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)  # -1: not in the pool
-        # The pool's members not in flight (sorted), kept as clients start and finish:
-        # ``pool[~in_flight[pool]]`` without recomputing it at every refill.
-        self.idle = np.zeros(0, dtype=np.int64)
+        # The pool's members not in flight (sorted): ``pool[~in_flight[pool]]`` kept up to
+        # date from the clients that started (left) and finished (joined) since it was last
+        # made, in one pass when the next selection needs it.
+        self._idle = np.zeros(0, dtype=np.int64)
+        self._left: set[int] = set()
+        self._joined: set[int] = set()
 
     # -- the main process ---------------------------------------------------------------
 
@@ -194,11 +197,11 @@ class AsyncServer(Server):
         if free <= 0 or self._finished(self.version):
             return
         turned = self.n_started >= (self.epoch + 1) * self.concurrency
-        if self.epoch < 0 or turned or (not self.jobs and not len(self.idle)):
+        if self.epoch < 0 or turned or (not self.jobs and not len(self.idle())):
             yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
         ctx = self._idle_context(free)
         self.n_selections += 1
-        if getattr(self.strategy, "choose_polled", None) is not None:
+        if type(self.strategy).choose_polled is not Strategy.choose_polled:
             yield from self._poll(ctx, None)  # async strategies poll nobody (the log says)
         selected = yield from self._select(ctx, self.version)
         if not selected:
@@ -209,10 +212,18 @@ class AsyncServer(Server):
             row = self.pool_row[client]
             self._start(client, {name: values[row] for name, values in features.items()}, limit)
 
+    def idle(self) -> np.ndarray:
+        """The idle candidates now: the pool's members not in flight, sorted (read-only)."""
+        if self._left or self._joined:
+            self._idle = _updated(self._idle, self._left, self._joined)
+            self._left.clear()
+            self._joined.clear()
+        return self._idle
+
     def _idle_context(self, budget: int) -> SelectionContext:
         """The selection among the idle candidates; its arrays are gathered only if the
         strategy reads them (``Server._context`` gathers every one)."""
-        candidates, rows, features = self.idle, self.pool_row, self.pool_features
+        candidates, rows, features = self.idle(), self.pool_row, self.pool_features
         return SelectionContext.deferred(
             _IdleColumns(candidates, self.reported, self.learner.n_samples),
             tuple(features),
@@ -236,14 +247,19 @@ class AsyncServer(Server):
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)
         self.pool_row[pool] = np.arange(len(pool))
         self.pool_features = dict(self._features(pool))
-        self.idle = _read_only(pool[~self.in_flight[pool]])
+        self._idle = _read_only(pool[~self.in_flight[pool]])
+        self._left.clear()
+        self._joined.clear()
 
     def _start(self, client: int, features: dict[str, np.ndarray], limit: float | None) -> None:
         exchange = Exchange(self.parts, self.version, [client], self.plan, target=1)
         job = self.jobs[client] = _Job(self.version, exchange, features)
         self.in_flight[client] = True
         if self.pool_row[client] >= 0:
-            self.idle = _without(self.idle, int(self.idle.searchsorted(client)))
+            if client in self._joined:
+                self._joined.discard(client)
+            else:
+                self._left.add(client)
         self.n_started += 1
         if self.learns:
             with self._training():
@@ -256,7 +272,10 @@ class AsyncServer(Server):
         job = self.jobs.pop(client)
         self.in_flight[client] = False
         if self.pool_row[client] >= 0:  # idle again in the current pool
-            self.idle = _with(self.idle, int(self.idle.searchsorted(client)), client)
+            if client in self._left:
+                self._left.discard(client)
+            else:
+                self._joined.add(client)
         self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
         self._wake()
 
@@ -368,15 +387,24 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _without(values: np.ndarray, at: int) -> np.ndarray:
-    """A new array without ``values[at]`` (``np.delete`` costs several times more)."""
-    return _read_only(np.concatenate((values[:at], values[at + 1 :])))
-
-
-def _with(values: np.ndarray, at: int, value: int) -> np.ndarray:
-    """A new array with ``value`` inserted before ``values[at]`` (``np.insert``, faster)."""
-    block = (values[:at], np.array([value], dtype=values.dtype), values[at:])
-    return _read_only(np.concatenate(block))
+def _updated(sorted_ids: np.ndarray, removed: set[int], added: set[int]) -> np.ndarray:
+    """A new sorted array: ``sorted_ids`` without ``removed`` (members) and with ``added``
+    (not members), in one copy (``np.delete`` and ``np.insert`` copy once each, and
+    cost several times more)."""
+    cuts = sorted(
+        [(int(sorted_ids.searchsorted(c)), 0, c) for c in added]
+        + [(int(sorted_ids.searchsorted(c)), 1, c) for c in removed]
+    )
+    pieces, start = [], 0
+    for at, drop, client in cuts:
+        pieces.append(sorted_ids[start:at])
+        if drop:
+            start = at + 1
+        else:
+            pieces.append(np.array([client], dtype=sorted_ids.dtype))
+            start = at
+    pieces.append(sorted_ids[start:])
+    return _read_only(np.concatenate(pieces))
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:
