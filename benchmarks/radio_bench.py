@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import simpy
+from netfl.radio.lte import LteNetwork
 
 from netfl.radio.build import build_radio
-from netfl.radio.lte import LteNetwork
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate

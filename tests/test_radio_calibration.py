@@ -62,7 +62,7 @@ def test_a_device_on_a_sector_boresight_is_served_by_that_sector():
     xy = 50.0 * np.column_stack([np.cos(angles), np.sin(angles)])
     env = Environment(tr38901.UMI_LOS, 3.5e9, 10.0, SectorAntenna(), "low")
     heights = DeviceHeights(np.full(3, 1.5), np.zeros(3, bool), np.zeros(3))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     assert gains.serving_cell.tolist() == [0, 1, 2]
 
 
@@ -71,7 +71,7 @@ def test_geometry_of_two_equal_cells_is_zero_db_without_noise():
     xy = np.array([[100.0, 0.0]])  # halfway between site 0 and its neighbour at (200, 0)
     env = Environment(tr38901.UMI_NLOS, 3.5e9, 10.0, OmniAntenna(), "low")
     heights = DeviceHeights(np.full(1, 1.5), np.zeros(1, bool), np.zeros(1))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     # Shadowing is drawn per link: compute the geometry from the two equal-mean links by hand.
     received = 10 ** (gains.coupling_gain_db[0] / 10)
     expected = 10 * np.log10(received.max() / (received.sum() - received.max()))

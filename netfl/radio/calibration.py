@@ -326,6 +326,7 @@ def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
         environment,
         streams.get("calibration.los"),
         streams.get("calibration.shadowing"),
+        streams.get("calibration.o2i"),
     )
     with_noise = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, preset.noise_figure_db)
     geometry = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, None)
