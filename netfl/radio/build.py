@@ -37,7 +37,7 @@ from netfl.radio.layout import layout_from_config, place_groups
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.propagation import BLOCK_DEVICES, LinkGains
 from netfl.radio.scheduler import Flow
-from netfl.radio.system import RadioSystem, drop_devices, typical_ul_emission_mw
+from netfl.radio.system import Placement, RadioSystem, drop_devices, typical_ul_emission_mw
 from netfl.radio.topology import Backhaul, build_topology
 from netfl.radio.traffic import start_sources
 from netfl.radio.update import RadioUpdate
@@ -82,18 +82,7 @@ def _cellular(
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     system = radio_system(scenario)
-    placement = drop_devices(system, scenario, n, streams)
-    try:
-        gains = system.gains(
-            placement,
-            streams.get("radio.los"),
-            streams.get("radio.shadowing"),
-            streams.get("radio.o2i"),
-        )
-    except OutOfValidityError as exc:
-        raise ScenarioError.single(
-            "cell.radius_m", f"{exc}; or set radio.out_of_range: clip"
-        ) from None
+    placement, gains = draw_links(system, scenario, n, streams)
     cells = Cells(
         env,
         system.n_cells,
@@ -142,6 +131,26 @@ def _cellular(
         "ue_height_m": placement.heights.height_m,
     }
     return RadioBuild(network, columns, traffic, update)
+
+
+def draw_links(
+    system: RadioSystem, scenario: Scenario, n: int, streams: Streams
+) -> tuple[Placement, LinkGains]:
+    """Drop ``n`` devices and draw their links to every cell: the first steps of every run
+    and of ``netfl calibrate`` (streams ``radio.drop``, ``devices.placement``,
+    ``radio.heights``, ``radio.los``, ``radio.shadowing``, ``radio.o2i``)."""
+    placement = drop_devices(system, scenario, n, streams)
+    try:
+        gains = system.gains(
+            placement,
+            streams.get("radio.los"),
+            streams.get("radio.shadowing"),
+            streams.get("radio.o2i"),
+        )
+    except OutOfValidityError as exc:
+        key = "cell.radius_m" if scenario.cell.sites == 1 else "cell.inter_site_distance_m"
+        raise ScenarioError.single(key, f"{exc}; or set radio.out_of_range: clip") from None
+    return placement, gains
 
 
 def device_links(
