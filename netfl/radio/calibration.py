@@ -318,9 +318,20 @@ def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
 
 def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
     """A timing-only scenario of ``ues`` devices on the preset's network: its ``cell``
-    section (:func:`cell_config`) and its channel model, carrier and downlink budget. The
-    large-scale links do not depend on the air interface, so LTE stands for every preset."""
+    section (:func:`cell_config`) and its channel model, carrier and downlink budget (an
+    FL run's nominal downlink SINR is then the preset's geometry with noise). The
+    large-scale links do not depend on the air interface, so LTE stands for every preset
+    whose bandwidth is an LTE one; others keep LTE's default band."""
+    from netfl.config.radio import LTE_RB_PER_BANDWIDTH
     from netfl.scenario import scenario_from_data
+
+    downlink: dict[str, Any] = {}
+    if preset.bandwidth_hz in LTE_RB_PER_BANDWIDTH:
+        downlink = {
+            "bandwidth_hz": preset.bandwidth_hz,
+            "tx_power_dbm": preset.tx_power_dbm,
+            "noise_figure_db": preset.noise_figure_db,
+        }
 
     data: dict[str, Any] = {
         "name": f"calibration_{preset.name}",
@@ -331,6 +342,7 @@ def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
             "channel_model": f"{preset.model.release}_{preset.model.environment}",
             "carrier_frequency_hz": preset.frequency_hz,
             "update_interval_s": None,
+            "downlink": downlink,
         },
         "devices": {"groups": [{"name": "ues", "count": ues, "n_samples": 1}]},
         "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 1.0e6},
