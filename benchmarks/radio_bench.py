@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import simpy
-from netfl.radio.lte import LteNetwork
+
 
 from netfl.radio.build import build_radio
 from netfl.rng import Streams

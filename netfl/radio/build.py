@@ -31,12 +31,12 @@ from channel_models.protocol import OutOfValidityError
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LteRadioConfig
 from netfl.errors import RadioWarning, ScenarioError
-from netfl.radio.cells import DIRECTIONS, DL, UL, Cells, CellScheduler, db_to_mw
+from netfl.radio.cells import DIRECTIONS, DL, UL, Cells, db_to_mw
 from netfl.radio.cellular import CellularNetwork, DeviceLinks
 from netfl.radio.layout import layout_from_config, place_groups
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.propagation import BLOCK_DEVICES, LinkGains
-from netfl.radio.scheduler import Flow
+from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.system import Placement, RadioSystem, drop_devices, typical_ul_emission_mw
 from netfl.radio.topology import Backhaul, build_topology
 from netfl.radio.traffic import start_sources
@@ -96,8 +96,8 @@ def _cellular(
     _coverage(scenario, devices)
     if config.record_rb_allocations:
         for direction in DIRECTIONS:
-            for scheduler in cells.schedulers[direction]:
-                scheduler.on_change = _rb_log(timeline, scheduler)
+            for cell, scheduler in enumerate(cells.schedulers[direction]):
+                scheduler.on_change = _rb_log(timeline, scheduler, direction, cell)
     update = RadioUpdate(env, system, cells, config.update_interval_s)
     c = scenario.cell
     topology = build_topology(c.radius_m, c.backhaul.model_dump(), system.layout)
@@ -209,11 +209,12 @@ def _fixed(scenario: Scenario, streams: Streams, n: int) -> RadioBuild:
     return RadioBuild(FixedRateNetwork(ul, dl), columns)
 
 
-def _rb_log(timeline: Timeline, scheduler: CellScheduler) -> Callable[[Flow, float], None]:
+def _rb_log(
+    timeline: Timeline, scheduler: FluidScheduler, direction: str, cell: int
+) -> Callable[[Flow, float], None]:
     """Timeline rows ``rb_allocation``: from ``t_s`` on, ``flow`` holds ``n_rb`` RBs of
     ``cell``'s ``direction``."""
     env, total = scheduler.env, scheduler.n_rb
-    direction, cell = scheduler.direction, scheduler.cell
 
     def record(flow: Flow, n_rb: float) -> None:
         timeline.record(

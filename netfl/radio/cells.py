@@ -25,7 +25,7 @@ interference at its start is then O(cells) numpy. The radio update
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -59,11 +59,7 @@ class RadioLink:
     fade: float = 1.0
     scale: float = 1.0
     device: int = -1
-    gain_mw: np.ndarray = field(init=False)
     slot: int = -1
-
-    def __post_init__(self) -> None:
-        self.gain_mw = db_to_mw(self.gain_db)
 
     @property
     def signal_db(self) -> float:
@@ -117,7 +113,7 @@ class Cells:
     ) -> None:
         self.env, self.n_cells = env, n_cells
         self.dl_power_mw = float(db_to_mw(dl_power_db))
-        self.schedulers: dict[str, list[CellScheduler]] = {}
+        self.schedulers: dict[str, list[FluidScheduler]] = {}
         self.on_change: Callable[[str, int], None] | None = None
         #: Share of each cell's RBs in use by flows (uplink) and in all (downlink).
         self.occupancy = {d: np.zeros(n_cells) for d in DIRECTIONS}
@@ -130,6 +126,9 @@ class Cells:
         self.links = {d: LinkTable(n_cells) for d in DIRECTIONS}
         self._emission: np.ndarray | None = None
         for d in DIRECTIONS:
+            if n_cells == 1:  # nothing to interfere with: the plain scheduler, no hooks
+                self.schedulers[d] = [FluidScheduler(env, n_rb[d], policies[d])]
+                continue
             self.schedulers[d] = [
                 CellScheduler(env, n_rb[d], policies[d], self, cell, d) for cell in range(n_cells)
             ]
@@ -137,28 +136,34 @@ class Cells:
     # -- state kept by the schedulers ---------------------------------------------------
 
     def started(self, flow: Flow) -> None:
+        if self.n_cells == 1:
+            return  # one cell: nobody to interfere with
         link: RadioLink = flow.link
-        self.links[link.direction].add(flow)
+        table = self.links[link.direction]
+        table.add(flow)
         if link.direction == UL:
-            self.ul_sum_mw[link.cell] += db_to_mw(link.power_db) * link.gain_mw
+            self.ul_sum_mw[link.cell] += db_to_mw(link.power_db) * table.gain_mw[link.slot]
             self.ul_count[link.cell] += 1
             self._emission = None
         self._changed(link.direction, link.cell)
 
     def ended(self, flow: Flow) -> None:
         link: RadioLink = flow.link
-        self.links[link.direction].remove(flow)
+        table = self.links[link.direction]
         if link.direction == UL:
             cell = link.cell
             self.ul_count[cell] -= 1
             if self.ul_count[cell] == 0:
                 self.ul_sum_mw[cell] = 0.0  # no rounding residue in an idle cell
             else:
-                self.ul_sum_mw[cell] -= db_to_mw(link.power_db) * link.gain_mw
+                self.ul_sum_mw[cell] -= db_to_mw(link.power_db) * table.gain_mw[link.slot]
             self._emission = None
+        table.remove(flow)
         self._changed(link.direction, link.cell)
 
     def allocation_changed(self, scheduler: CellScheduler) -> None:
+        if self.n_cells == 1:
+            return
         d, cell = scheduler.direction, scheduler.cell
         n_rb = scheduler.n_rb
         used = scheduler.rbs_in_use() / n_rb
@@ -200,9 +205,12 @@ class Cells:
         return into[cells]
 
     def link_interference_mw(self, link: RadioLink) -> float:
-        """Interference per RB a link sees now."""
+        """Interference per RB a link sees now (0 in a layout of one cell)."""
+        if self.n_cells == 1:
+            return 0.0
         cells = np.array([link.cell])
-        return float(self.interference_mw(link.direction, cells, link.gain_mw[None, :])[0])
+        gain_mw = db_to_mw(link.gain_db)[None, :]
+        return float(self.interference_mw(link.direction, cells, gain_mw)[0])
 
     def active_elsewhere(self, direction: str, cell: int) -> bool:
         """Whether a link of ``direction`` is in flight in a cell other than ``cell``."""
@@ -239,7 +247,7 @@ class LinkTable:
         link.slot = slot
         self.flows[slot] = flow
         self.cell[slot] = link.cell
-        self.gain_mw[slot] = link.gain_mw
+        self.gain_mw[slot] = db_to_mw(link.gain_db)
         self.signal_db[slot] = link.signal_db
         self.fade[slot] = link.fade
         self.scale[slot] = link.scale

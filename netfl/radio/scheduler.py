@@ -523,6 +523,7 @@ class FluidScheduler:
                 break
             heapq.heappop(heap)
             flow.remaining_bits = self._remaining_ps(flow)
+            del tags[flow_id]  # a re-tagged flow may hold a second entry of the same tag
             finished.append(flow)
         if not finished:
             self._schedule_next(self._next_ps_dt())
