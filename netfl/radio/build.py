@@ -112,6 +112,7 @@ def _cellular(
         fluctuation_rng=(
             streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
         ),
+        update=update,
     )
     traffic = start_sources(scenario, system, cells, streams, timeline)
     rows = np.arange(n)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -29,6 +29,9 @@ from netfl.radio.network import Transfer
 from netfl.radio.scheduler import Flow
 from netfl.radio.system import RadioSystem
 from netfl.radio.topology import BackhaulLink, carry
+
+if TYPE_CHECKING:
+    from netfl.radio.update import RadioUpdate
 
 _LONG = {UL: "uplink", DL: "downlink"}
 
@@ -61,8 +64,11 @@ class CellularNetwork:
         fading_rng: np.random.Generator | None = None,
         fluctuation_eta: float | None = None,
         fluctuation_rng: np.random.Generator | None = None,
+        update: RadioUpdate | None = None,
     ) -> None:
         self.env, self.system, self.cells, self.devices = env, system, cells, devices
+        #: The radio update that keeps this network's links in flight current.
+        self.update = update
         self.backhaul = backhaul
         self.cell_site = system.layout.cell_site
         self.fading_rng = fading_rng
