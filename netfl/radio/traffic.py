@@ -11,8 +11,8 @@ Every source of ``traffic.sources`` runs in every cell (:func:`start_sources`), 
 with its own arrival stream ``traffic.<i>.cell<c>.arrivals``; the source's users are
 dropped like the FL devices over the whole layout from ``traffic.<i>.users`` and each
 belongs to the cell that serves it (:class:`LayoutUsers`); a flow's SINR is evaluated
-against the other cells when it starts and follows them in flight like an FL transfer's. Each source may log its transfers
-in the timeline as ``background_flow_start`` / ``background_flow_end`` (client -1).
+against the other cells when it starts and follows them in flight like an FL transfer's.
+Each source may log its transfers in the timeline as ``background_flow_start`` / ``background_flow_end`` (client -1).
 """
 
 from __future__ import annotations
