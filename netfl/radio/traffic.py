@@ -12,7 +12,8 @@ with its own arrival stream ``traffic.<i>.cell<c>.arrivals``; the source's users
 dropped like the FL devices over the whole layout from ``traffic.<i>.users`` and each
 belongs to the cell that serves it (:class:`LayoutUsers`); a flow's SINR is evaluated
 against the other cells when it starts and follows them in flight like an FL transfer's.
-Each source may log its transfers in the timeline as ``background_flow_start`` / ``background_flow_end`` (client -1).
+Each source may log its transfers in the timeline as ``background_flow_start`` /
+``background_flow_end`` (client -1).
 """
 
 from __future__ import annotations
