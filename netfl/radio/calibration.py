@@ -19,6 +19,13 @@ fraunhoferhhi/QuaDRiGa), which cites the sources:
   assumptions) at 6 GHz, UMi-Street Canyon and UMa, from R1-165974 (the summary of the
   companies' large-scale calibration results): frequency 1, scenarios 1 and 2 of
   ``cl38900a`` / ``gf38900a``.
+- ``tr38901_*_30ghz``: the same calibration at its second carrier, 30 GHz (FR2): frequency 2
+  (QuaDRiGa's ``center_frequency = [6e9, 30e9, 70e9]``), scenarios 1 and 2 of ``cl38900a``
+  / ``gf38900a``. Table 7.8-1 keeps layout, heights, antenna (a 10-element column, 0.5
+  lambda, 12 degree downtilt, at every carrier) and UE distribution, and changes BS power
+  (35 dBm for UMi and UMa at 30 and 70 GHz) and bandwidth (100 MHz at 30 and 70 GHz). Neither
+  enters the compared numbers: coupling loss excludes the transmit power, and the geometry
+  compared is S/I with every cell at the same power.
 
 The assumptions of each preset cite their table; ``docs/radio.md`` ("Calibration") has the
 figures, the measured-against-reference table and what differs.
@@ -91,7 +98,7 @@ def _loss(gains_db: list[float], percentiles: tuple[int, ...], source: str) -> R
 
 
 _SRC_36873 = "3GPP TR 36.873 V12.5.0 Sec. 8.2 phase-1 calibration, {} K=M=1 ({}, {})"
-_SRC_38901 = "3GPP TR 38.901 V14.1.0 Sec. 7.8.1 large-scale calibration, {} 6 GHz (R1-165974, {})"
+_SRC_38901 = "3GPP TR 38.901 V14.1.0 Sec. 7.8.1 large-scale calibration, {} (R1-165974, {})"
 
 # fmt: off
 PRESETS: dict[str, Preset] = {
@@ -196,7 +203,7 @@ PRESETS: dict[str, Preset] = {
                 103.2, 99.9, 96.2, 92.2, 87.6, 82, 74.8,
             ],
             _P38901,
-            _SRC_38901.format("UMi-Street Canyon", "coupling loss, " + _QUADRIGA),
+            _SRC_38901.format("UMi-Street Canyon 6 GHz", "coupling loss, " + _QUADRIGA),
         ),
         geometry=Reference(
             _P38901,
@@ -204,7 +211,7 @@ PRESETS: dict[str, Preset] = {
                 -1.7, -0.5, 0.4, 1.2, 2.1, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.4, 13, 14.9, 17, 19.4,
                 22.1, 24.9,
             ),
-            _SRC_38901.format("UMi-Street Canyon", "geometry, " + _QUADRIGA),
+            _SRC_38901.format("UMi-Street Canyon 6 GHz", "geometry, " + _QUADRIGA),
         ),
     ),
     "tr38901_uma": Preset(
@@ -231,7 +238,7 @@ PRESETS: dict[str, Preset] = {
                 111.8, 109.1, 106.1, 102.8, 98.8, 93.7, 86,
             ],
             _P38901,
-            _SRC_38901.format("UMa", "coupling loss, " + _QUADRIGA),
+            _SRC_38901.format("UMa 6 GHz", "coupling loss, " + _QUADRIGA),
         ),
         geometry=Reference(
             _P38901,
@@ -239,7 +246,80 @@ PRESETS: dict[str, Preset] = {
                 -1, 0.1, 1.1, 2, 2.9, 3.9, 5, 6, 7.2, 8.6, 9.9, 11.3, 12.9, 14.7, 16.5, 18.6, 20.9,
                 23.4, 25.6,
             ),
-            _SRC_38901.format("UMa", "geometry, " + _QUADRIGA),
+            _SRC_38901.format("UMa 6 GHz", "geometry, " + _QUADRIGA),
+        ),
+    ),
+    "tr38901_umi_30ghz": Preset(
+        name="tr38901_umi_30ghz",
+        title="TR 38.901 7.8.1 UMi-Street Canyon (ISD 200 m, 30 GHz)",
+        model=tr38901.UMI,
+        frequency_hz=30.0e9,
+        inter_site_distance_m=200.0,
+        bs_height_m=10.0,
+        min_distance_m=10.0,
+        tx_power_dbm=35.0,
+        bandwidth_hz=100e6,
+        noise_figure_db=9.0,
+        antenna=SectorAntenna(elements=10, electrical_tilt_deg=12.0, spacing_wavelengths=0.5),
+        o2i="mixed",
+        high_loss_fraction=0.5,
+        assumptions=(
+            "TR 38.901 Table 7.8-1 and Table 7.2-1 (UMi-Street Canyon) at the 30 GHz carrier:"
+            " as tr38901_umi with 30 GHz, 100 MHz, BS 35 dBm; the same 10-element column"
+            " (0.5 lambda: its pattern does not depend on the carrier), 12 degree downtilt,"
+            " UE noise figure 9 dB, 80% indoor with the 50/50 low/high-loss O2I split"
+            " (Table 7.4.3-2 losses at 30 GHz: 18.2 dB low, 38.5 dB high before 0.5 d2D-in)"
+        ),
+        coupling_loss=_loss(
+            [
+                164.6, 158.5, 154.1, 150.3, 147.1, 144, 141.1, 138.2, 135.3, 132.4, 129.4, 126.2,
+                122.5, 118.3, 113.7, 108.9, 103.5, 97.1, 89.3,
+            ],
+            _P38901,
+            _SRC_38901.format("UMi-Street Canyon 30 GHz", "coupling loss, " + _QUADRIGA),
+        ),
+        geometry=Reference(
+            _P38901,
+            (
+                -1.6, -0.4, 0.4, 1.3, 2.2, 3.1, 4.1, 5.2, 6.3, 7.5, 8.8, 10.2, 11.7, 13.3, 15.1,
+                17.2, 19.6, 22.2, 24.9,
+            ),
+            _SRC_38901.format("UMi-Street Canyon 30 GHz", "geometry, " + _QUADRIGA),
+        ),
+    ),
+    "tr38901_uma_30ghz": Preset(
+        name="tr38901_uma_30ghz",
+        title="TR 38.901 7.8.1 UMa (ISD 500 m, 30 GHz)",
+        model=tr38901.UMA,
+        frequency_hz=30.0e9,
+        inter_site_distance_m=500.0,
+        bs_height_m=25.0,
+        min_distance_m=35.0,
+        tx_power_dbm=35.0,
+        bandwidth_hz=100e6,
+        noise_figure_db=9.0,
+        antenna=SectorAntenna(elements=10, electrical_tilt_deg=12.0, spacing_wavelengths=0.5),
+        o2i="mixed",
+        high_loss_fraction=0.5,
+        assumptions=(
+            "TR 38.901 Table 7.8-1 and Table 7.2-1 (UMa) at the 30 GHz carrier: as"
+            " tr38901_umi_30ghz with ISD 500 m, BS 25 m, BS 35 dBm, min. 2D distance 35 m"
+        ),
+        coupling_loss=_loss(
+            [
+                172, 166.3, 161.8, 157.9, 154.5, 151.4, 148.5, 145.7, 142.9, 140.1, 137, 133.6, 130,
+                126.6, 123.1, 119.5, 115.4, 110.1, 102,
+            ],
+            _P38901,
+            _SRC_38901.format("UMa 30 GHz", "coupling loss, " + _QUADRIGA),
+        ),
+        geometry=Reference(
+            _P38901,
+            (
+                -1, 0.2, 1.1, 2, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.3, 13, 14.7, 16.5, 18.6, 20.9,
+                23.4, 25.6,
+            ),
+            _SRC_38901.format("UMa 30 GHz", "geometry, " + _QUADRIGA),
         ),
     ),
 }
