@@ -12,13 +12,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import simpy
 
 from channel_models import tr38901
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.cli import main
-from netfl.radio.calibration import PRESETS, calibrate
-from netfl.radio.layout import hex_layout
+from netfl.radio.build import build_radio
+from netfl.radio.calibration import PRESETS, calibrate, preset_scenario
+from netfl.radio.layout import hex_layout, layout_from_config
 from netfl.radio.propagation import DeviceHeights, Environment, drop_heights, link_gains
+from netfl.rng import Streams
+from netfl.trace.timeline import Timeline
 
 
 def test_layouts_have_the_asked_sites_and_sectors():
@@ -63,7 +67,7 @@ def test_a_device_on_a_sector_boresight_is_served_by_that_sector():
     xy = 50.0 * np.column_stack([np.cos(angles), np.sin(angles)])
     env = Environment(tr38901.UMI_LOS, 3.5e9, 10.0, SectorAntenna(), "low")
     heights = DeviceHeights(np.full(3, 1.5), np.zeros(3, bool), np.zeros(3))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     assert gains.serving_cell.tolist() == [0, 1, 2]
 
 
@@ -72,7 +76,7 @@ def test_geometry_of_two_equal_cells_is_zero_db_without_noise():
     xy = np.array([[100.0, 0.0]])  # halfway between site 0 and its neighbour at (200, 0)
     env = Environment(tr38901.UMI_NLOS, 3.5e9, 10.0, OmniAntenna(), "low")
     heights = DeviceHeights(np.full(1, 1.5), np.zeros(1, bool), np.zeros(1))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     # Shadowing is drawn per link: compute the geometry from the two equal-mean links by hand.
     received = 10 ** (gains.coupling_gain_db[0] / 10)
     expected = 10 * np.log10(received.max() / (received.sum() - received.max()))
@@ -148,3 +152,19 @@ def test_calibrate_cli_writes_json_and_png_and_refuses_bad_input(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown preset 'tr99999_umi'" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_a_single_cell_style_run_on_the_calibration_layout_has_its_geometry():
+    """FL devices in the centre site of the TR 36.873 3D-UMi phase-1 layout (19 sites x 3
+    sectors, wrap-around), the other cells loaded: the nominal downlink SINR an FL run
+    reports is the 3GPP geometry within 2 dB at the 5th/50th/95th percentiles (TR 36.873
+    Sec. 8.2, the preset's reference; noise of 10 MHz and a 9 dB UE noise figure added)."""
+    preset = PRESETS["tr36873_umi"]
+    scenario = preset_scenario(preset, 3000, seed=2)
+    cell = scenario.cell.model_copy(update={"device_sites": "centre"})
+    scenario = scenario.model_copy(update={"cell": cell})
+    build = build_radio(scenario, simpy.Environment(), Streams(2), Timeline(), 3000)
+    sinr = build.columns["sinr_dl_db"]
+    assert np.mean(layout_from_config(cell).cell_site[build.columns["cell"]] == 0) > 0.4
+    for p in (5, 50, 95):
+        assert abs(np.percentile(sinr, p) - preset.geometry.at(p)) <= 2.0, p

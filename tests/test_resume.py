@@ -40,7 +40,12 @@ def busy(tiny: dict[str, Any], strategy: str, **fl: Any) -> dict[str, Any]:
     tiny["traffic"] = {
         "sources": [
             {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.5},
-            {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": 1.0},
+            {
+                "kind": "ftp1",
+                "direction": "downlink",
+                "arrival_rate_hz": 3.0,
+                "file_size_bits": 8e6,
+            },
         ]
     }
     group = tiny["devices"]["groups"][0]

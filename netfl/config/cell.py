@@ -12,7 +12,6 @@ from pydantic_core import PydanticCustomError
 from netfl.config.base import (
     BitsPerSecond,
     Meters,
-    NonNegativeInt,
     PositiveInt,
     PositiveMeters,
     Probability,
@@ -85,14 +84,6 @@ class CellConfig(StrictModel):
     ue_height_m: PositiveMeters = Field(
         default=1.5, description="Device antenna height, metres (M.2135: 1.5 m)."
     )
-    interfering_rings: NonNegativeInt = Field(
-        default=0,
-        le=3,
-        description=(
-            "Rings of co-channel cells around the serving cell whose base stations"
-            " interfere with the downlink (0: isolated cell; 1: the 7-cell layout)."
-        ),
-    )
     sites: int = Field(
         default=1,
         description=(
@@ -105,6 +96,14 @@ class CellConfig(StrictModel):
         description=(
             "Cells per site: 1 (omni) or 3 (boresights 30, 150 and 270 degrees, TR 36.814"
             " Fig. A.2.1.1-2 / TR 38.901 Sec. 7.8, with the 3GPP sector antenna)."
+        ),
+    )
+    device_sites: Literal["all", "centre"] = Field(
+        default="all",
+        description=(
+            "Where the FL devices are dropped: over every site's hexagon, or over the centre"
+            " site's alone (a single-cell-style study: the other sites' cells interfere and"
+            " carry the background traffic). Each device is served by its strongest cell."
         ),
     )
     wrap_around: bool = Field(
@@ -147,22 +146,26 @@ class CellConfig(StrictModel):
             " sectors: 3."
         ),
     )
-    o2i_model: Literal["low_loss", "high_loss"] = Field(
+    o2i_model: Literal["low_loss", "high_loss", "mixed", "tr36873"] = Field(
         default="low_loss",
         description=(
-            "TR 38.901 Table 7.4.3-2 building penetration model of indoor devices"
-            " (indoor_fraction) in FL runs."
+            "Building penetration loss of indoor devices (indoor_fraction): TR 38.901 Table"
+            " 7.4.3-2 low-loss or high-loss model, `mixed` (high-loss for"
+            " o2i_high_loss_fraction of them, TR 38.901 Sec. 7.8), or `tr36873` (TR 36.873"
+            " Table 7.2-1: 20 dB wall + 0.5 d_in, indoor shadowing 7 dB)."
         ),
+    )
+    o2i_high_loss_fraction: Probability = Field(
+        default=0.5,
+        description="Share of indoor devices with the high-loss model under o2i_model: mixed.",
     )
     backhaul: BackhaulConfig = Field(
         default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
     )
 
     @property
-    def multicell(self) -> bool:
-        """True when FL runs use the multi-cell model (netfl/radio/multicell.py): more than
-        one site, 3 sectors, or indoor devices."""
-        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
+    def n_cells(self) -> int:
+        return self.sites * self.sectors
 
     @field_validator("sites")
     @classmethod
@@ -209,6 +212,14 @@ class CellConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _radius_from_isd(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "interfering_rings" in data:
+            raise PydanticCustomError(
+                "removed_key",
+                "interfering_rings (ring base stations at median path loss) was replaced by a"
+                " layout that the engine simulates: set cell.sites: 7 or 19 (and"
+                " cell.device_sites: centre to keep the devices in the centre cell); the other"
+                " cells interfere with what they carry (traffic.sources runs in every cell)",
+            )
         if not isinstance(data, dict) or data.get("radius_m") is not None:
             return data
         try:
@@ -226,16 +237,6 @@ class CellConfig(StrictModel):
             raise ValueError(
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
-            )
-        if self.multicell and self.interfering_rings > 0:
-            raise ValueError(
-                "interfering_rings is the single-cell model's downlink interference; the"
-                " multi-cell model (sites, sectors, indoor_fraction) simulates every site's"
-                " interference itself: leave interfering_rings at 0"
-            )
-        if self.multicell and self.drop != "uniform_area":
-            raise ValueError(
-                "drop: the multi-cell model drops devices uniformly over the layout's area"
             )
         inradius = self.radius_m * SQRT3 / 2
         if self.min_distance_m >= inradius:

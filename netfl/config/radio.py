@@ -99,7 +99,7 @@ class LinkConfig(StrictModel):
     p0_dbm: float | None = Field(
         default=None,
         description=(
-            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1) in the multi-cell model:"
+            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1):"
             " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
             " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
         ),
@@ -239,8 +239,18 @@ class LteRadioConfig(StrictModel):
     ul_interference_db: NonNegativeFloat = Field(
         default=0.0,
         description=(
-            "Uplink interference over thermal noise at the BS, dB (other cells' UEs), for the"
-            " single-cell model; the multi-cell model computes it from the transfers in flight."
+            "Constant uplink interference over thermal noise at every BS, dB: interference"
+            " from outside the layout (the seed papers' isolated cells). The layout's own"
+            " cells interfere through the transfers in flight, on top of it."
+        ),
+    )
+    update_interval_s: NonNegativeFloat | None = Field(
+        default=0.1,
+        description=(
+            "Radio update: the longest a transfer's rate lags the interference it sees, s."
+            " A flow's SINR is exact at its start; when the other cells' transfers change,"
+            " every link in flight is recomputed this long after (0: at once; null: never,"
+            " a transfer keeps the SINR it started with). docs/radio.md, 'Radio update'."
         ),
     )
     fluctuation_eta: float | None = Field(

@@ -1,10 +1,13 @@
 """The 3GPP large-scale calibration: presets, the drop, and the reference results.
 
 A preset is the calibration configuration of a 3GPP report: layout, carrier, heights,
-antenna, power, bandwidth, noise figure, indoor fraction and O2I model. :func:`calibrate`
-drops devices, computes each one's coupling loss and downlink geometry (wideband SINR
-without fast fading, every cell at full power) with :mod:`netfl.radio.propagation`, and
-compares their 5th, 50th and 95th percentiles with the reference.
+antenna, power, bandwidth, noise figure, indoor fraction and O2I model, written as the
+``cell`` and ``radio`` sections of a scenario (:func:`preset_scenario`). :func:`calibrate`
+elaborates that scenario's radio with the code every FL run uses
+(:func:`netfl.radio.build.draw_links`: the same drop, streams and link gains), computes
+each device's coupling loss and downlink geometry (wideband SINR without fast fading,
+every cell at full power) and compares their 5th, 50th and 95th percentiles with the
+reference: "calibrated" describes what simulations use.
 
 Reference results (the CDFs the 3GPP companies' calibrations agree on; percentiles
 0, 5, ..., 100 for TR 36.873 and 5, 10, ..., 95 for TR 38.901). They are the median of the
@@ -40,11 +43,12 @@ import numpy as np
 
 from channel_models import tr38901
 from channel_models.antenna import SectorAntenna
+from netfl.config import Scenario
 from netfl.config.cell import CellConfig
-from netfl.radio.layout import antenna_from_config, layout_from_config
-from netfl.radio.propagation import Environment, O2IModel, drop_heights, link_gains
+from netfl.radio.propagation import O2IModel
 
 PERCENTILES = (5, 50, 95)
+_O2I_KEY = {"low": "low_loss", "high": "high_loss", "mixed": "mixed", "tr36873": "tr36873"}
 
 
 @dataclass(frozen=True)
@@ -378,40 +382,53 @@ class CalibrationResult:
 
 
 def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
-    """Drop ``ues`` devices in the preset's configuration and measure them."""
+    """Drop ``ues`` devices in the preset's configuration, as an FL run would, and measure
+    them."""
+    from netfl.radio.build import draw_links, radio_system
     from netfl.rng import Streams
 
-    streams = Streams(seed)
-    cell = cell_config(preset)
-    layout = layout_from_config(cell)
-    xy = layout.drop_uniform(ues, preset.min_distance_m, streams.get("calibration.drop"))
-    heights = drop_heights(
-        ues,
-        cell.indoor_fraction,
-        streams.get("calibration.heights"),
-        tr36873_indoor_distance=preset.o2i == "tr36873",
-    )
-    environment = Environment(
-        preset.model,
-        preset.frequency_hz,
-        preset.bs_height_m,
-        antenna_from_config(cell, 0.0),
-        preset.o2i,
-        preset.high_loss_fraction,
-    )
-    gains = link_gains(
-        layout,
-        xy,
-        heights,
-        environment,
-        streams.get("calibration.los"),
-        streams.get("calibration.shadowing"),
-    )
+    scenario = preset_scenario(preset, ues, seed)
+    placement, gains = draw_links(radio_system(scenario), scenario, ues, Streams(seed))
     with_noise = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, preset.noise_figure_db)
     geometry = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, None)
     return CalibrationResult(
-        preset, gains.coupling_loss_db, geometry, with_noise, gains.serving_cell, xy
+        preset, gains.coupling_loss_db, geometry, with_noise, gains.serving_cell, placement.xy_m
     )
+
+
+def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
+    """A timing-only scenario of ``ues`` devices on the preset's network: its ``cell``
+    section (:func:`cell_config`) and its channel model, carrier and downlink budget (an
+    FL run's nominal downlink SINR is then the preset's geometry with noise). The
+    large-scale links do not depend on the air interface, so LTE stands for every preset
+    whose bandwidth is an LTE one; others keep LTE's default band."""
+    from netfl.config.radio import LTE_RB_PER_BANDWIDTH
+    from netfl.scenario import scenario_from_data
+
+    downlink: dict[str, Any] = {}
+    if preset.bandwidth_hz in LTE_RB_PER_BANDWIDTH:
+        downlink = {
+            "bandwidth_hz": preset.bandwidth_hz,
+            "tx_power_dbm": preset.tx_power_dbm,
+            "noise_figure_db": preset.noise_figure_db,
+        }
+
+    data: dict[str, Any] = {
+        "name": f"calibration_{preset.name}",
+        "seed": seed,
+        "cell": cell_config(preset).model_dump(mode="json", exclude={"radius_m"}),
+        "radio": {
+            "model": "lte",
+            "channel_model": f"{preset.model.release}_{preset.model.environment}",
+            "carrier_frequency_hz": preset.frequency_hz,
+            "update_interval_s": None,
+            "downlink": downlink,
+        },
+        "devices": {"groups": [{"name": "ues", "count": ues, "n_samples": 1}]},
+        "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 1.0e6},
+        "learning": None,
+    }
+    return scenario_from_data(data)
 
 
 def cell_config(preset: Preset) -> CellConfig:
@@ -425,6 +442,8 @@ def cell_config(preset: Preset) -> CellConfig:
         sectors=preset.sectors,
         wrap_around=preset.wrap_around,
         indoor_fraction=preset.indoor_fraction,
+        o2i_model=_O2I_KEY[preset.o2i],
+        o2i_high_loss_fraction=preset.high_loss_fraction,
         antenna_elements=preset.antenna.elements,
         antenna_electrical_downtilt_deg=preset.antenna.electrical_tilt_deg,
         antenna_mechanical_downtilt_deg=preset.antenna.mechanical_tilt_deg,
@@ -446,6 +465,8 @@ def preset_dict(preset: Preset) -> dict[str, Any]:
             "sectors",
             "wrap_around",
             "indoor_fraction",
+            "o2i_model",
+            "o2i_high_loss_fraction",
             "antenna_elements",
             "antenna_electrical_downtilt_deg",
             "antenna_mechanical_downtilt_deg",
