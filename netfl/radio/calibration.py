@@ -36,7 +36,7 @@ figures, the measured-against-reference table and what differs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -253,80 +253,59 @@ PRESETS: dict[str, Preset] = {
             _SRC_38901.format("UMa 6 GHz", "geometry, " + _QUADRIGA),
         ),
     ),
-    "tr38901_umi_30ghz": Preset(
-        name="tr38901_umi_30ghz",
-        title="TR 38.901 7.8.1 UMi-Street Canyon (ISD 200 m, 30 GHz)",
-        model=tr38901.UMI,
-        frequency_hz=30.0e9,
-        inter_site_distance_m=200.0,
-        bs_height_m=10.0,
-        min_distance_m=10.0,
-        tx_power_dbm=35.0,
-        bandwidth_hz=100e6,
-        noise_figure_db=9.0,
-        antenna=SectorAntenna(elements=10, electrical_tilt_deg=12.0, spacing_wavelengths=0.5),
-        o2i="mixed",
-        high_loss_fraction=0.5,
-        assumptions=(
-            "TR 38.901 Table 7.8-1 and Table 7.2-1 (UMi-Street Canyon) at the 30 GHz carrier:"
-            " as tr38901_umi with 30 GHz, 100 MHz, BS 35 dBm; the same 10-element column"
-            " (0.5 lambda: its pattern does not depend on the carrier), 12 degree downtilt,"
-            " UE noise figure 9 dB, 80% indoor with the 50/50 low/high-loss O2I split"
-            " (Table 7.4.3-2 losses at 30 GHz: 18.2 dB low, 38.5 dB high before 0.5 d2D-in)"
-        ),
-        coupling_loss=_loss(
-            [
-                164.6, 158.5, 154.1, 150.3, 147.1, 144, 141.1, 138.2, 135.3, 132.4, 129.4, 126.2,
-                122.5, 118.3, 113.7, 108.9, 103.5, 97.1, 89.3,
-            ],
-            _P38901,
-            _SRC_38901.format("UMi-Street Canyon 30 GHz", "coupling loss, " + _QUADRIGA),
-        ),
-        geometry=Reference(
-            _P38901,
-            (
-                -1.6, -0.4, 0.4, 1.3, 2.2, 3.1, 4.1, 5.2, 6.3, 7.5, 8.8, 10.2, 11.7, 13.3, 15.1,
-                17.2, 19.6, 22.2, 24.9,
-            ),
-            _SRC_38901.format("UMi-Street Canyon 30 GHz", "geometry, " + _QUADRIGA),
-        ),
-    ),
-    "tr38901_uma_30ghz": Preset(
-        name="tr38901_uma_30ghz",
-        title="TR 38.901 7.8.1 UMa (ISD 500 m, 30 GHz)",
-        model=tr38901.UMA,
-        frequency_hz=30.0e9,
-        inter_site_distance_m=500.0,
-        bs_height_m=25.0,
-        min_distance_m=35.0,
-        tx_power_dbm=35.0,
-        bandwidth_hz=100e6,
-        noise_figure_db=9.0,
-        antenna=SectorAntenna(elements=10, electrical_tilt_deg=12.0, spacing_wavelengths=0.5),
-        o2i="mixed",
-        high_loss_fraction=0.5,
-        assumptions=(
-            "TR 38.901 Table 7.8-1 and Table 7.2-1 (UMa) at the 30 GHz carrier: as"
-            " tr38901_umi_30ghz with ISD 500 m, BS 25 m, BS 35 dBm, min. 2D distance 35 m"
-        ),
-        coupling_loss=_loss(
-            [
-                172, 166.3, 161.8, 157.9, 154.5, 151.4, 148.5, 145.7, 142.9, 140.1, 137, 133.6, 130,
-                126.6, 123.1, 119.5, 115.4, 110.1, 102,
-            ],
-            _P38901,
-            _SRC_38901.format("UMa 30 GHz", "coupling loss, " + _QUADRIGA),
-        ),
-        geometry=Reference(
-            _P38901,
-            (
-                -1, 0.2, 1.1, 2, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.3, 13, 14.7, 16.5, 18.6, 20.9,
-                23.4, 25.6,
-            ),
-            _SRC_38901.format("UMa 30 GHz", "geometry, " + _QUADRIGA),
-        ),
-    ),
 }
+
+
+def _at_30ghz(
+    six_ghz: Preset, environment: str, losses: list[float], geometry: tuple[float, ...]
+) -> Preset:
+    """The 6 GHz preset at the large-scale calibration's second carrier (FR2): TR 38.901
+    Table 7.8-1 keeps layout, heights, antenna (the 10-element column's spacing is in
+    wavelengths, so its pattern does not depend on the carrier), noise figure and UE
+    distribution, and sets BS 35 dBm (UMi and UMa) over 100 MHz at 30 GHz; the references
+    are frequency 2 of ``cl38900a`` / ``gf38900a``."""
+    at = f"{environment} 30 GHz"
+    return replace(
+        six_ghz,
+        name=f"{six_ghz.name}_30ghz",
+        title=six_ghz.title.replace("6 GHz", "30 GHz"),
+        frequency_hz=30.0e9,
+        tx_power_dbm=35.0,
+        bandwidth_hz=100e6,
+        assumptions=(
+            f"TR 38.901 Table 7.8-1 at the 30 GHz carrier: as {six_ghz.name} with 30 GHz,"
+            " 100 MHz, BS 35 dBm; the same antenna, heights, UE distribution and 50/50"
+            " low/high-loss O2I split (Table 7.4.3-2 wall losses at 30 GHz: 18.2 dB low, 38.5 dB"
+            " high, against 13.4 and 30.7 dB at 6 GHz)"
+        ),
+        coupling_loss=_loss(losses, _P38901, _SRC_38901.format(at, "coupling loss, " + _QUADRIGA)),
+        geometry=Reference(_P38901, geometry, _SRC_38901.format(at, "geometry, " + _QUADRIGA)),
+    )
+
+
+PRESETS["tr38901_umi_30ghz"] = _at_30ghz(
+    PRESETS["tr38901_umi"],
+    "UMi-Street Canyon",
+    [
+        164.6, 158.5, 154.1, 150.3, 147.1, 144, 141.1, 138.2, 135.3, 132.4, 129.4, 126.2, 122.5,
+        118.3, 113.7, 108.9, 103.5, 97.1, 89.3,
+    ],
+    (
+        -1.6, -0.4, 0.4, 1.3, 2.2, 3.1, 4.1, 5.2, 6.3, 7.5, 8.8, 10.2, 11.7, 13.3, 15.1, 17.2, 19.6,
+        22.2, 24.9,
+    ),
+)
+PRESETS["tr38901_uma_30ghz"] = _at_30ghz(
+    PRESETS["tr38901_uma"],
+    "UMa",
+    [
+        172, 166.3, 161.8, 157.9, 154.5, 151.4, 148.5, 145.7, 142.9, 140.1, 137, 133.6, 130, 126.6,
+        123.1, 119.5, 115.4, 110.1, 102,
+    ],
+    (
+        -1, 0.2, 1.1, 2, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.3, 13, 14.7, 16.5, 18.6, 20.9, 23.4, 25.6,
+    ),
+)
 # fmt: on
 
 #: Targets of issue 14: medians within 1 dB, 5th and 95th percentiles within 2 dB.
