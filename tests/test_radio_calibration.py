@@ -168,3 +168,18 @@ def test_a_single_cell_style_run_on_the_calibration_layout_has_its_geometry():
     assert np.mean(layout_from_config(cell).cell_site[build.columns["cell"]] == 0) > 0.4
     for p in (5, 50, 95):
         assert abs(np.percentile(sinr, p) - preset.geometry.at(p)) <= 2.0, p
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_is_a_scenario_with_its_downlink_budget(name):
+    """An FL run on a preset's network transmits the preset's power over its bandwidth and
+    hears it with its noise figure (LTE where the bandwidth is an LTE channel, else NR)."""
+    preset = PRESETS[name]
+    radio = preset_scenario(preset).radio
+    assert radio.carrier_frequency_hz == preset.frequency_hz
+    down = radio.downlink
+    assert (down.bandwidth_hz, down.tx_power_dbm, down.noise_figure_db) == (
+        preset.bandwidth_hz,
+        preset.tx_power_dbm,
+        preset.noise_figure_db,
+    )

@@ -379,25 +379,28 @@ def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
     """A timing-only scenario of ``ues`` devices on the preset's network: its ``cell``
     section (:func:`cell_config`) and its channel model, carrier and downlink budget (an
     FL run's nominal downlink SINR is then the preset's geometry with noise). The
-    large-scale links do not depend on the air interface, so LTE stands for every preset
-    whose bandwidth is an LTE one; others keep LTE's default band."""
+    large-scale links do not depend on the air interface: an LTE radio where the preset's
+    bandwidth is an LTE channel, else an NR FDD radio (numerology 3 in FR2, 1 in FR1)."""
     from netfl.config.radio import LTE_RB_PER_BANDWIDTH
     from netfl.scenario import scenario_from_data
 
-    downlink: dict[str, Any] = {}
-    if preset.bandwidth_hz in LTE_RB_PER_BANDWIDTH:
-        downlink = {
-            "bandwidth_hz": preset.bandwidth_hz,
-            "tx_power_dbm": preset.tx_power_dbm,
-            "noise_figure_db": preset.noise_figure_db,
-        }
+    downlink: dict[str, Any] = {
+        "bandwidth_hz": preset.bandwidth_hz,
+        "tx_power_dbm": preset.tx_power_dbm,
+        "noise_figure_db": preset.noise_figure_db,
+    }
+    air: dict[str, Any] = {"model": "lte"}
+    if preset.bandwidth_hz not in LTE_RB_PER_BANDWIDTH:
+        fr2 = preset.frequency_hz > 7.125e9  # FR1 ends at 7.125 GHz (TS 38.101-1)
+        air = {"model": "nr", "duplex": "fdd", "numerology": 3 if fr2 else 1}
+        air["uplink"] = {"bandwidth_hz": preset.bandwidth_hz}
 
     data: dict[str, Any] = {
         "name": f"calibration_{preset.name}",
         "seed": seed,
         "cell": cell_config(preset).model_dump(mode="json", exclude={"radius_m"}),
         "radio": {
-            "model": "lte",
+            **air,
             "channel_model": f"{preset.model.release}_{preset.model.environment}",
             "carrier_frequency_hz": preset.frequency_hz,
             "update_interval_s": None,
