@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 import netfl
-from netfl.trace import compare, metrics, plots
+from netfl.trace import compare, metrics, plots, survival
 from netfl.trace.run import Run
 from netfl.trace.runs import Runs
 
@@ -96,6 +96,18 @@ def _pm(mean: float, half: float, digits: int = 0) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
+def _median(row: pd.Series) -> str:
+    """A Kaplan-Meier median and its 95% interval: ``1805 [972, ∞)`` (∞: the interval does
+    not close within the runs; ``-``: half or fewer reached the target)."""
+    median, low, high = (
+        float(row[f"time_to_target_km_{k}"]) for k in ("median_s", "low_s", "high_s")
+    )
+    if not math.isfinite(median):
+        return "-"
+    upper = f"{high:.0f}]" if math.isfinite(high) else "∞)"
+    return f"{median:.0f} [{low:.0f}, {upper}"
+
+
 def _save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=110)
     print(path)
@@ -134,9 +146,17 @@ def _summary_table(
     label: Callable[[Run], str] = short_label,
     extra: dict[str, tuple[str, int]] | None = None,
 ) -> pd.DataFrame:
-    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
+    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds.
+
+    Time to target is the mean over the runs that reached it; where some run did not, the
+    table gains the Kaplan-Meier median with its 95% interval, which counts those runs as
+    censored at their end (:mod:`netfl.trace.survival`).
+    """
     table = compare.per_run(runs, target)
     table["strategy"] = [label(r) for r in runs]
+    table["configuration"] = table["strategy"]
+    censored = target is not None and not np.isfinite(table["time_to_target_s"]).all()
+    medians = survival.median_table(table) if censored else None
     rows = []
     for name, group in table.groupby("strategy", sort=False):
         row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
@@ -145,6 +165,8 @@ def _summary_table(
             reached = np.isfinite(times)
             row[f"time to {target:.0%} (s)"] = _pm(*metrics.mean_ci(times[reached]))
             row["reached"] = f"{int(reached.sum())}/{len(group)}"
+            if medians is not None:
+                row[f"censored median to {target:.0%} (s)"] = _median(medians.loc[str(name)])
             row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
         row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))
