@@ -171,6 +171,34 @@ def test_simulate_refuses_a_broken_plugin_before_writing_anything(tmp_path, monk
     assert not out.exists()
 
 
+def test_a_sweep_with_a_broken_plugin_stops_before_any_run(tmp_path, monkeypatch, tiny):
+    """Checked once per learning section while the sweep is read: the varied model that
+    breaks the contract is named with the sweep key that chose it."""
+    import yaml
+
+    from netfl.errors import ScenarioError
+    from netfl.sweep import load_sweep
+
+    _write_module(
+        tmp_path,
+        "sweepnets",
+        "import math\nfrom torch import nn\n\n"
+        "def ok(input_shape, n_classes):\n"
+        "    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), n_classes))\n\n"
+        "def broken(input_shape):\n    return ok(input_shape, 10)\n",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny))
+    sweep = tmp_path / "sweep.yaml"
+    grid = {"learning.model": ["sweepnets:ok", "sweepnets:broken"]}
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "grid": grid, "seeds": 3}))
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(sweep)
+    message = str(info.value)
+    assert message.startswith(f"{sweep}:") and "grid.learning.model" in message
+    assert "'sweepnets:broken' must be callable as build(input_shape, n_classes)" in message
+
+
 def test_a_module_that_is_not_importable_says_how_to_make_it_so(capsys):
     assert main(["validate", "quickstart", "--set", "learning.model=not_installed_pkg:net"]) == 2
     err = capsys.readouterr().err

@@ -12,6 +12,8 @@ from netfl.cli import main
 from netfl.planning import cell_kind, describe, load_plan
 from netfl.scenario import load_scenario, scenario_from_data
 from netfl.simulation import simulate
+from netfl.trace.report import load_table
+from netfl.trace.run import Run
 
 #: One LTE cell without FL traffic to speak of: 4 devices, a 1 kbit model.
 QUIET_CELL = {
@@ -105,3 +107,7 @@ def test_a_run_takes_the_planned_share_of_the_downlink(tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     measured = summary["rb_utilisation_dl"] - summary["rb_utilisation_dl_fl"]
     assert measured == pytest.approx(planned, rel=0.05)
+    # netfl report's load table is the plan of the run's resolved scenario.
+    table = load_table(Run(run)).set_index("direction")
+    assert table.loc["downlink", "background_fraction"] == pytest.approx(planned)
+    assert table.loc["uplink", "fl_room_fraction"] == 1.0
