@@ -96,18 +96,6 @@ def _pm(mean: float, half: float, digits: int = 0) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def _median(row: pd.Series) -> str:
-    """A Kaplan-Meier median and its 95% interval: ``1805 [972, ∞)`` (∞: the interval does
-    not close within the runs; ``-``: half or fewer reached the target)."""
-    median, low, high = (
-        float(row[f"time_to_target_km_{k}"]) for k in ("median_s", "low_s", "high_s")
-    )
-    if not math.isfinite(median):
-        return "-"
-    upper = f"{high:.0f}]" if math.isfinite(high) else "∞)"
-    return f"{median:.0f} [{low:.0f}, {upper}"
-
-
 def _save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=110)
     print(path)
@@ -156,7 +144,7 @@ def _summary_table(
     table["strategy"] = [label(r) for r in runs]
     table["configuration"] = table["strategy"]
     censored = target is not None and not np.isfinite(table["time_to_target_s"]).all()
-    medians = survival.median_table(table) if censored else None
+    medians = {c.configuration: c for c in survival.reach_curves(table)} if censored else None
     rows = []
     for name, group in table.groupby("strategy", sort=False):
         row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
@@ -166,7 +154,7 @@ def _summary_table(
             row[f"time to {target:.0%} (s)"] = _pm(*metrics.mean_ci(times[reached]))
             row["reached"] = f"{int(reached.sum())}/{len(group)}"
             if medians is not None:
-                row[f"censored median to {target:.0%} (s)"] = _median(medians.loc[str(name)])
+                row[f"censored median to {target:.0%} (s)"] = medians[str(name)].median_text()
             row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
         row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))

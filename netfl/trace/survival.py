@@ -81,6 +81,14 @@ class ReachCurve:
     def label(self) -> str:
         return f"{self.configuration} ({self.reached}/{self.n} reached)"
 
+    def median_text(self) -> str:
+        """The median and its 95% interval for a table: ``1805 [972, ∞)`` (∞: the interval
+        does not close within the runs; ``-``: half or fewer reached the target)."""
+        if not math.isfinite(self.median_s):
+            return "-"
+        upper = f"{self.median_high_s:.0f}]" if math.isfinite(self.median_high_s) else "∞)"
+        return f"{self.median_s:.0f} [{self.median_low_s:.0f}, {upper}"
+
 
 def reach_curve(configuration: str, duration_s: np.ndarray, reached: np.ndarray) -> ReachCurve:
     """The Kaplan-Meier curve of one configuration's runs (``reached``: events)."""

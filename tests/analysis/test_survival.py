@@ -124,3 +124,17 @@ def test_compare_reports_censored_time_to_target(digits_sweep, tmp_path, capsys)
     assert (out / "reached_target.png").is_file() and (out / "time_to_target.png").is_file()
     page = (out / "report.html").read_text()
     assert "Kaplan-Meier" in page and "log-rank" in page.lower()
+
+
+@pytest.mark.parametrize(
+    ("median", "low", "high", "text"),
+    [
+        (1805.4, 971.5, math.inf, "1805 [972, ∞)"),
+        (1987.0, 1320.0, 2252.5, "1987 [1320, 2252]"),
+        (math.nan, math.nan, math.nan, "-"),
+    ],
+)
+def test_a_median_reads_with_its_interval(median, low, high, text):
+    empty = np.array([])
+    curve = survival.ReachCurve("a", 8, 6, empty, empty, empty, empty, 2400.0, median, low, high)
+    assert curve.median_text() == text
