@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 
 from channel_models.nr import TddPattern
 from netfl._version import __version__
-from netfl.errors import MissingDataError
+from netfl.errors import MissingDataError, NetflError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, learning_plots, plots
 from netfl.trace.phases import PHASES
@@ -249,7 +249,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("distinct_selected", lambda: learning_plots.distinct_selected(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
     page.heading("Radio")
-    load = load_table(run)
+    try:
+        load = load_table(run)
+    except NetflError as exc:  # e.g. a plug-in channel model this machine cannot import
+        load = pd.DataFrame()
+        page.text(f"Load: not computed ({exc})")
     if len(load):
         page.text(
             "Background load offered to each direction over its capacity (for users dropped"
