@@ -408,8 +408,9 @@ def score_convergence(data: Run | pd.DataFrame, score: str | None = None) -> Fig
 def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
     """Mean time to target accuracy per configuration with its 95% CI (a compare table),
     over the runs that reached the target; every bar says how many did ("k/n reached",
-    the table's ``reached`` column), so a configuration that often fails does not pass for
-    a fast one (the censored view: :func:`netfl.trace.survival.reached_fraction`)."""
+    the table's ``reached`` column, where it has one), so a configuration that often fails
+    does not pass for a fast one (the censored view:
+    :func:`netfl.trace.survival.reached_fraction`)."""
     fig = Figure(figsize=(8, 1.5 + 0.4 * len(table)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(table))
@@ -419,7 +420,10 @@ def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
     lower = np.minimum(half, np.maximum(mean, 0.0))
     ax.barh(y, np.nan_to_num(mean), xerr=np.vstack([lower, half]), capsize=3)
     reach = np.nan_to_num(mean + np.nan_to_num(half))
-    for row, (end, reached) in enumerate(zip(reach, table["reached"], strict=True)):
+    counts = table["reached"] if "reached" in table else [None] * len(table)
+    for row, (end, reached) in enumerate(zip(reach, counts, strict=True)):
+        if reached is None:
+            continue
         ax.annotate(
             f"{reached} reached",
             (end, row),
