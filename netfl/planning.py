@@ -8,9 +8,10 @@ RBs, from :func:`netfl.radio.checks.offered_load` (FTP Model 1: λ E[S] E[1/r] /
 36.814 A.2.1.3.1; a constant load its fraction; saturating full-buffer users infinity).
 The *capacity* is what the direction carries with every RB busy for users dropped in the
 cell like the background users: the same estimator applied to a probe source of 1 Mbit
-files at 1 Hz, C = 1 Mbit/s / load(probe) = N_RB / E[1/r]. *Room for FL* is the capacity
-the background leaves, (1 - load) C, and, with ``fl.model_size_bits``, the model
-transfers a second it could carry. These are planning figures for a typical user of the
+files at 1 Hz, C = 1 Mbit/s / load(probe) = N_RB / E[1/r] (estimated where the scenario
+has FTP traffic). *Room for FL* is what the background leaves, 1 - load of the RBs,
+(1 - load) C, and, with ``fl.model_size_bits``, the model transfers a second it could
+carry. These are planning figures for a typical user of the
 cell, not a promise: FL devices sit where their groups put them, and under a sharing
 scheduler an FL transfer gets its share even in a loaded cell.
 """
@@ -40,7 +41,8 @@ class DirectionLoad:
     rb_count: int
     background_fraction: float
     """Offered background load over capacity (0: none; may exceed 1; inf: saturated)."""
-    capacity_bps: float
+    capacity_bps: float | None
+    """Bit/s the direction carries with every RB busy (None: not estimated)."""
     keys: tuple[str, ...]
     """The scenario keys behind the background load."""
     model_size_bits: float | None = None
@@ -50,13 +52,16 @@ class DirectionLoad:
         return max(0.0, 1.0 - self.background_fraction)
 
     @property
-    def room_bps(self) -> float:
+    def room_bps(self) -> float | None:
+        if self.capacity_bps is None:
+            return None
         return self.room_fraction * self.capacity_bps
 
     @property
     def transfers_per_s(self) -> float | None:
-        """Model transfers a second the room could carry (None without a model size)."""
-        if not self.model_size_bits:
+        """Model transfers a second the room could carry (None without a model size or a
+        capacity)."""
+        if not self.model_size_bits or self.room_bps is None:
             return None
         return self.room_bps / self.model_size_bits
 
@@ -64,13 +69,18 @@ class DirectionLoad:
         """One line: ``uplink, LTE cell: background 35% (traffic.sources.1) of 2.36 Mbit/s
         (50 RBs); FL room 65%, 1.53 Mbit/s = 0.19 uploads/s of the 1 MB model``."""
         keys = f" ({', '.join(k.rsplit('.', 1)[0] for k in self.keys)})" if self.keys else ""
+        of = f"{_rate(self.capacity_bps)} ({self.rb_count} RBs)"
+        if self.capacity_bps is None:
+            of = f"its {self.rb_count} RBs"
         text = (
             f"{self.direction}, {self.cells}: background {_percent(self.background_fraction)}"
-            f"{keys} of {_rate(self.capacity_bps)} ({self.rb_count} RBs); "
+            f"{keys} of {of}; "
         )
         if self.room_fraction <= 0.0:
             return text + "FL room: none (the background alone fills the direction)"
-        text += f"FL room {_percent(self.room_fraction)}, {_rate(self.room_bps)}"
+        text += f"FL room {_percent(self.room_fraction)}"
+        if self.room_bps is not None:
+            text += f", {_rate(self.room_bps)}"
         transfers = self.transfers_per_s
         if transfers is not None and self.model_size_bits is not None:
             what = "uploads" if self.direction == "uplink" else "downloads"
@@ -81,31 +91,22 @@ class DirectionLoad:
 
 def load_plan(scenario: Scenario) -> list[DirectionLoad]:
     """The background load and room for FL of each direction (empty for ``radio.model:
-    fixed``, whose devices have their own constant rates and share nothing)."""
+    fixed``, whose devices have their own constant rates and share nothing).
+
+    The capacity in bit/s is estimated where the scenario has FTP background traffic (whose
+    load the radio estimates from a drop of users anyway); without it, the load and the
+    room are fractions of the RBs only, so ``netfl validate`` of a scenario without such
+    traffic stays as light as before (no topology or user drop is built).
+    """
     from netfl.radio.checks import offered_load
 
     radio = scenario.radio
     if not isinstance(radio, LteRadioConfig):
         return []
     offered = offered_load(scenario)
+    with_users = any(isinstance(s, FtpSource) for s in scenario.traffic.sources)
     rows = []
     for direction in DIRECTIONS:
-        probe = scenario.model_copy(
-            update={
-                "traffic": TrafficConfig(
-                    sources=[
-                        FtpSource(
-                            kind="ftp1",
-                            direction=direction,
-                            arrival_rate_hz=1.0,
-                            file_size_bits=Constant(value=PROBE_FILE_BITS),
-                        )
-                    ]
-                )
-            }
-        )
-        probe_share = offered_load(probe)[direction][0]
-        capacity = PROBE_FILE_BITS / probe_share if probe_share > 0 else math.inf
         share, keys = offered[direction]
         link = radio.uplink if direction == "uplink" else radio.downlink
         rows.append(
@@ -114,12 +115,27 @@ def load_plan(scenario: Scenario) -> list[DirectionLoad]:
                 direction=direction,
                 rb_count=link.rb_count,
                 background_fraction=share,
-                capacity_bps=0.0 if math.isinf(probe_share) else capacity,
+                capacity_bps=_capacity_bps(scenario, direction) if with_users else None,
                 keys=tuple(keys),
                 model_size_bits=scenario.fl.model_size_bits,
             )
         )
     return rows
+
+
+def _capacity_bps(scenario: Scenario, direction: str) -> float:
+    """N_RB / E[1/r]: the radio's offered-load estimator on a probe of 1 Mbit files at 1 Hz."""
+    from netfl.radio.checks import offered_load
+
+    probe = FtpSource(
+        kind="ftp1",
+        direction=direction,
+        arrival_rate_hz=1.0,
+        file_size_bits=Constant(value=PROBE_FILE_BITS),
+    )
+    alone = scenario.model_copy(update={"traffic": TrafficConfig(sources=[probe])})
+    share = offered_load(alone)[direction][0]
+    return 0.0 if math.isinf(share) else PROBE_FILE_BITS / share
 
 
 def cell_kind(scenario: Scenario) -> str:
@@ -156,7 +172,9 @@ def _percent(fraction: float) -> str:
     return f"{fraction:.0%}" if fraction >= 0.01 or fraction == 0 else f"{fraction:.2%}"
 
 
-def _rate(bps: float) -> str:
+def _rate(bps: float | None) -> str:
+    if bps is None:
+        return "-"
     for factor, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
         if bps >= factor:
             return f"{bps / factor:.3g} {unit}"

@@ -60,6 +60,9 @@ def test_a_constant_load_is_its_fraction_and_an_overload_leaves_no_room():
     _, down = load_plan(scenario_from_data(_with_sources(constant)))
     assert down.background_fraction == pytest.approx(0.4)
     assert down.room_fraction == pytest.approx(0.6)
+    # Without FTP users no user drop is made: the room is in RBs only.
+    assert down.capacity_bps is None and down.transfers_per_s is None
+    assert down.line().endswith("background 40% (traffic.sources.0) of its 50 RBs; FL room 60%")
     heavy = {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": 500.0}
     with pytest.warns(UserWarning, match="background load in the downlink"):
         _, down = load_plan(scenario_from_data(_with_sources(heavy)))
