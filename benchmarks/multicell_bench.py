@@ -61,7 +61,10 @@ MULTI = {
 
 
 def _schedulers(network: Any) -> list[FluidScheduler]:
-    if hasattr(network, "schedulers"):
+    cells = getattr(network, "cells", None)
+    if cells is not None:  # the one radio engine
+        return [s for direction in cells.schedulers.values() for s in direction]
+    if hasattr(network, "schedulers"):  # the multi-cell model before it
         return [s for cells in network.schedulers.values() for s in cells]
     return [network.uplink, network.downlink]
 

@@ -31,7 +31,7 @@ from typing import Any
 import simpy
 
 from netfl.radio.build import build_radio
-from netfl.radio.lte import LteNetwork
+from netfl.radio.cellular import CellularNetwork
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
@@ -62,7 +62,7 @@ def uploads_per_second(n_clients: int, n_uploads: int, wave: int, ftp_rate_hz: f
     env = simpy.Environment()
     build = build_radio(scenario, env, Streams(scenario.seed), Timeline(), n_clients)
     network = build.network
-    assert isinstance(network, LteNetwork)
+    assert isinstance(network, CellularNetwork)
     done = [0]
 
     def waves() -> Generator[simpy.Event, Any, None]:
