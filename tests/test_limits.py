@@ -73,9 +73,6 @@ def test_a_problem_saying_so_points_to_the_page_once():
 @pytest.mark.parametrize(
     ("scenario", "overrides", "key"),
     [
-        ("multicell", ["radio.model=nr"], "radio.model"),
-        ("multicell", ["radio.fluctuation_eta=1.5"], "radio.fluctuation_eta"),
-        ("multicell", ["radio.record_rb_allocations=true"], "radio.record_rb_allocations"),
         ("compare_selection", ["fl.protocol=fedbuff", "selection={name: pow_d}"], "selection.name"),
     ],
 )
@@ -89,7 +86,7 @@ def test_the_refusals_of_today_point_to_the_page(scenario, overrides, key, capsy
 def test_the_page_lists_today_s_limits_and_the_readme_links_it():
     page = (ROOT / LIMITS_PAGE).read_text(encoding="utf-8")
     headings = [line[3:] for line in page.splitlines() if line.startswith("## ")]
-    for subject in ("Mobility and handover", "NR on a multi-cell layout", "Aggregation rules"):
+    for subject in ("Mobility and handover", "Aggregation rules"):
         assert any(h.startswith(subject) for h in headings), subject
     for heading in headings:  # every entry says what is missing and the nearest thing
         section = page.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
