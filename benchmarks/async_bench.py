@@ -1,6 +1,7 @@
 """Asynchronous against synchronous FL for the same number of client updates (issues 15, 27).
 
-Timing-only LTE (``learning: none``, the default M.2135 UMi NLOS cell, equal sharing),
+Timing-only LTE (``learning: none``, an isolated M.2135 UMi NLOS cell,
+``benchmarks/cells.py``, equal sharing),
 ``--devices`` devices (10,000), ``--concurrency`` clients training at once (100) and
 ``--updates`` client updates (100,000): synchronous FedAvg with ``concurrency`` clients per
 round for ``updates / concurrency`` rounds; FedBuff with ``buffer_size`` 10 for
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
 from benchmarks.side_by_side import HERE, compare
 from netfl.selection.base import SelectionContext, Strategy
 
@@ -67,7 +69,8 @@ def scenario(
     return {
         "name": f"async-bench-{protocol}",
         "seed": 1,
-        "cell": {"radius_m": 500},
+        "cell": {**ISOLATED_CELL, "radius_m": 500},
+        "radio": ISOLATED_RADIO,
         "devices": {
             "groups": [
                 {

@@ -1,7 +1,8 @@
 """A million client updates, synchronous (issue 27): 1,000,000 devices, 1,000 clients a
-round, 1,000 rounds, timing-only LTE (``learning: none``, the default M.2135 UMi NLOS cell,
-equal sharing, 8 Mbit model), ``fl.request_fraction`` 0.001 (the 1,000 asked are the
-round's candidates: the population costs its build, not a request of a million a round).
+round, 1,000 rounds, timing-only LTE (``learning: none``, an isolated M.2135 UMi NLOS
+cell, ``benchmarks/cells.py``, equal sharing, 8 Mbit model), ``fl.request_fraction``
+0.001 (the 1,000 asked are the round's candidates: the population costs its build, not a
+request of a million a round).
 
 CPU seconds of build + ``env.run``, each run in a fresh process
 (:mod:`benchmarks.side_by_side`), median of ``--repeat``; ``--vs TREE`` runs a previous
@@ -17,6 +18,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
 from benchmarks.side_by_side import HERE, compare
 
 
@@ -24,7 +26,8 @@ def scenario(devices: int, per_round: int, rounds: int, request_fraction: float)
     return {
         "name": "million-bench",
         "seed": 1,
-        "cell": {"radius_m": 500},
+        "cell": {**ISOLATED_CELL, "radius_m": 500},
+        "radio": ISOLATED_RADIO,
         "devices": {
             "groups": [{"name": "phones", "count": devices, "compute_sps": 100, "n_samples": 50}]
         },

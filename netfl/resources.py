@@ -19,8 +19,9 @@ shows the estimate. The three terms that grow with a scenario:
 
 Plus :data:`BASE_BYTES` for Python and the libraries. The constants are measured (see each);
 the estimate is meant to be right within a factor of two, which is what refusing a run that
-cannot fit needs. A multi-cell layout's population term is its propagation draw's peak
-(:func:`multicell_bytes_per_device`), and a synthetic dataset's samples are counted.
+cannot fit needs. The population term counts the radio layout's arrays
+(:func:`layout_bytes_per_device`: every device's gain to every cell), and a synthetic
+dataset's samples are counted.
 
 The run directory is estimated beside the memory (:func:`estimate_disk`): the whole run's
 timeline rows (the parts and the final Parquet file are both on disk at the end), one row
@@ -42,30 +43,27 @@ from netfl.config.learning import SyntheticParams
 from netfl.errors import Problem
 
 BYTES_PER_DEVICE = 450
-"""Resident bytes per device after the world is built (single LTE cell, timing only):
-434 B measured with tracemalloc at 400,000 devices, 520 B at 100,000."""
+"""Resident bytes per device after the world is built, besides its gains to the cells
+(:data:`LAYOUT_BYTES_PER_DEVICE_CELL`): 434 B measured with tracemalloc at 400,000 devices
+and 520 B at 100,000 on the single LTE cell; 460 B on the one engine's layouts."""
 
-MULTICELL_BYTES_PER_DEVICE_CELL = 104
-"""The multi-cell build's peak, per device and cell: 13 float64 arrays of devices x cells
-alive at once in :func:`netfl.radio.propagation.link_gains` (relative azimuths, zenith
-angles, the antenna pattern's terms, the site loss per cell, the coupling gains) and the
-SINR geometry after it. Measured with tracemalloc (issue 27): the growth of the build's
-peak from 20,000 to 60,000 devices on 19 x 3, 19 x 1, 7 x 3 and 7 x 1 cells fits
-144 + 33 sites + 104 cells bytes a device to within 10% (1 x 3: 489 against 537)."""
+LAYOUT_BYTES_PER_DEVICE_CELL = 8
+"""Resident bytes per device and cell once the radio is built: the coupling gain of every
+(device, cell) link (float64, :class:`netfl.radio.propagation.LinkGains`). Measured with
+tracemalloc on the one engine (issue 27): the build's resident memory grows by 460 + 8 x
+cells bytes a device on 1 x 1, 1 x 3, 7 x 1, 7 x 3, 19 x 1 and 19 x 3 layouts (40,000 to
+80,000 devices), nothing per site."""
 
-MULTICELL_BYTES_PER_DEVICE_SITE = 33
-"""The same peak's devices x sites arrays (distances, LOS states, path loss): about four
-float64 values a site (see :data:`MULTICELL_BYTES_PER_DEVICE_CELL`)."""
+LAYOUT_TEMPORARY_BYTES_PER_DEVICE_CELL = 68
+"""Peak temporaries of the propagation draw per device of a block and cell: the links are
+drawn :data:`netfl.radio.propagation.BLOCK_DEVICES` devices at a time, each block's
+devices x sites and devices x cells arrays (distances, angles, antenna gains, losses)
+alive at once: 3.4 kB a device on 19 x 3 cells, 0.8 kB on 19 x 1 (8.5 float64 a cell
+covers both)."""
 
-MULTICELL_BYTES_PER_DEVICE_BASE = 144
-"""The same peak's per-device arrays (positions, heights, indoor state; the population)."""
-
-WRAP_AROUND_BYTES_PER_DEVICE_SITE = 23 * 8
-"""Wrap-around's nearest image (:meth:`netfl.radio.layout.Layout.site_offsets_m`): the
-offsets to the sites (2 float64 a site), to their 7 images (14) and the images' squared
-distances (7) are alive at once, 23 float64 per device and site (a 19.8 GiB array of the
-images at 10 million devices). Smaller than the propagation peak per device, so it never
-sets the estimate today; counted in case the propagation gets lighter."""
+PROPAGATION_BLOCK_DEVICES = 16384
+"""Devices per propagation block (:data:`netfl.radio.propagation.BLOCK_DEVICES`; repeated
+so that ``netfl validate`` does not import the radio; a test keeps the two equal)."""
 
 DISK_BYTES_PER_TIMELINE_ROW = 18
 """Bytes on disk per timeline row at the run's end, when the streamed parts (Arrow IPC,
@@ -138,20 +136,17 @@ def format_bytes(n_bytes: float) -> str:
     return f"{n_bytes:,.0f} B"
 
 
-def multicell_bytes_per_device(cell: CellConfig) -> int:
-    """Peak bytes per device while the multi-cell layout is built, as the code builds it
-    today: every device's link to every cell and site is drawn at once
-    (:mod:`netfl.radio.propagation`; devices x cells and devices x sites float64 arrays),
-    after the wrap-around's devices x sites x 7 images offsets (:mod:`netfl.radio.layout`),
-    whichever is larger. It includes the per-device arrays of the population."""
-    sites, cells = cell.sites, cell.sites * cell.sectors
-    propagation = (
-        MULTICELL_BYTES_PER_DEVICE_BASE
-        + MULTICELL_BYTES_PER_DEVICE_SITE * sites
-        + MULTICELL_BYTES_PER_DEVICE_CELL * cells
-    )
-    images = WRAP_AROUND_BYTES_PER_DEVICE_SITE * sites if cell.wrap_around else 0
-    return max(propagation, BYTES_PER_DEVICE + images, BYTES_PER_DEVICE)
+def layout_bytes_per_device(cell: CellConfig, n_devices: int) -> float:
+    """Peak bytes per device of the radio layout as the engine builds it today: every
+    device's coupling gain to every cell kept (devices x cells float64), the propagation
+    draw's temporaries for one block of devices, and the population's own arrays
+    (:data:`BYTES_PER_DEVICE`, which the 1 x 1 layout's 460 B include). A layout of one
+    omni site is the single cell."""
+    cells = cell.sites * cell.sectors
+    block = min(n_devices, PROPAGATION_BLOCK_DEVICES)
+    kept = BYTES_PER_DEVICE + LAYOUT_BYTES_PER_DEVICE_CELL * cells
+    temporaries = LAYOUT_TEMPORARY_BYTES_PER_DEVICE_CELL * cells * block
+    return kept + temporaries / max(n_devices, 1)
 
 
 def synthetic_dataset_bytes(scenario: Scenario) -> int:
@@ -178,7 +173,7 @@ def _rows_per_round(scenario: Scenario) -> tuple[int, int]:
     )
     if fl.protocol == "hierarchical":
         # kappa2 edge rounds, each a request and every edge's selection (an edge a cell).
-        edges = scenario.cell.sites * scenario.cell.sectors if scenario.cell.multicell else 1
+        edges = scenario.cell.sites * scenario.cell.sectors
         selected = min(fl.clients_per_round * edges, n_devices)
         edge_round = ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected
         rows_per_round = fl.kappa2 * (edge_round + ROWS_PER_ROUND) + ROWS_PER_ROUND
@@ -207,11 +202,9 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     # Rows are written out at a round's end once TIMELINE_PART_ROWS are held (the last
     # round's rows, and the final evaluation's, stay until the end).
     held = min(rows, TIMELINE_PART_ROWS - 1 + rows_per_round + ROWS_PER_RUN)
-    per_device = (
-        multicell_bytes_per_device(scenario.cell) if scenario.cell.multicell else BYTES_PER_DEVICE
-    )
+    layout = math.ceil(n_devices * layout_bytes_per_device(scenario.cell, n_devices))
     return MemoryEstimate(
-        population_bytes=n_devices * per_device + synthetic_dataset_bytes(scenario),
+        population_bytes=layout + synthetic_dataset_bytes(scenario),
         timeline_bytes=held * BYTES_PER_TIMELINE_ROW,
         model_bytes=model_bytes,
         timeline_rows=rows,

@@ -37,11 +37,25 @@ def _devices(count: int, **extra: Any) -> dict[str, Any]:
     return {"groups": [group]}
 
 
+#: Fixed rates per device: the radio engine (its own work, its own tests) out of the
+#: digests, so that they pin the FL engine's events: protocols, exchanges, timeline.
+FIXED_RADIO = {
+    "model": "fixed",
+    "rate_ul_bps": {"dist": "uniform", "low": 1e6, "high": 5e6},
+    "rate_dl_bps": {"dist": "uniform", "low": 5e6, "high": 20e6},
+}
+#: One LTE cell (shared resource blocks, the scheduler's events among the FL engine's):
+#: a change of the radio that moves its results changes this digest too (recompute it
+#: with ``python -m tests.engine_digest`` and say why).
+LTE_CELL = {"sites": 1, "sectors": 1, "radius_m": 300, "indoor_fraction": 0.0}
+LTE_RADIO = {"model": "lte", "channel_model": "umi_nlos", "carrier_frequency_hz": 2.5e9}
+
+
 def _scenario(fl: dict[str, Any], **sections: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": "digest",
         "seed": 7,
-        "cell": {"radius_m": 300},
+        "radio": FIXED_RADIO,
         "devices": _devices(300),
         "fl": {"model_size_bits": 4e6, **fl},
         "selection": {"name": "random"},
@@ -67,6 +81,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     ),
     "fedasync": _scenario(
         {"protocol": "fedasync", "rounds": 600, "concurrency": 20, "request_fraction": 0.5}
+    ),
+    "fedasync_lte": _scenario(
+        {"protocol": "fedasync", "rounds": 400, "concurrency": 20, "request_fraction": 0.5},
+        cell=LTE_CELL,
+        radio=LTE_RADIO,
+    ),
+    "fedavg_lte": _scenario(
+        {"rounds": 20, "clients_per_round": 20, "request_fraction": 0.5},
+        cell=LTE_CELL,
+        radio=LTE_RADIO,
     ),
     "fedbuff_drops_deadline": _scenario(
         {

@@ -11,7 +11,7 @@ import pytest
 from netfl.cli import main
 from netfl.commands.calibrate import MIN_UES
 from netfl.radio.calibration import PRESETS, cell_config
-from netfl.resources import multicell_bytes_per_device
+from netfl.resources import layout_bytes_per_device
 
 
 def _calibrate(tmp_path: Path, *args: str) -> tuple[int, Path]:
@@ -24,10 +24,10 @@ def _calibrate(tmp_path: Path, *args: str) -> tuple[int, Path]:
 
 
 def test_a_drop_beyond_the_machines_memory_is_refused(tmp_path, capsys):
-    """A billion devices x about 6.7 kB each at the propagation draw's peak (19 sites x 3
-    sectors): terabytes, refused before any allocation (it died with MemoryError)."""
-    per_device = multicell_bytes_per_device(cell_config(PRESETS["tr38901_umi"]))
-    assert per_device > 6000
+    """A billion devices x about 0.9 kB each (their gains to 19 x 3 cells and the rest):
+    most of a terabyte, refused before any allocation (it died with MemoryError)."""
+    per_device = layout_bytes_per_device(cell_config(PRESETS["tr38901_umi"]), 10**9)
+    assert per_device > 900
     code, out = _calibrate(tmp_path, "--ues", "1000000000")
     err = capsys.readouterr().err
     assert code == 2

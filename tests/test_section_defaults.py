@@ -2,9 +2,10 @@
 
 ``radio.downlink: {bandwidth_hz: 10 MHz}`` used to reset the whole downlink to the uplink's
 defaults (23 dBm, 5 dB noise figure instead of the base station's 41 dBm and the device's
-7 dB): the downlink's defaults came from a ``default_factory`` that applies only when the
-section is missing. Every section of the schema is checked here (found by walking it,
-tests/schema_keys.py), so a new one cannot bring the bug back.
+9 dB, 7 dB before the calibrated defaults): the downlink's defaults came from a
+``default_factory`` that applies only when the section is missing. Every section of the
+schema is checked here (found by walking it, tests/schema_keys.py), so a new one cannot
+bring the bug back.
 """
 
 from __future__ import annotations
@@ -71,10 +72,11 @@ def test_a_partial_section_keeps_its_positions_defaults(key, model, path):
 
 
 def test_downlink_written_in_part_keeps_the_base_stations_defaults():
-    """ITU-R M.2135-1 UMi evaluation setting: BS 41 dBm per 10 MHz, UT noise figure 7 dB
-    (docs/radio.md); the uplink's 23 dBm and 5 dB are the device's and the BS's."""
+    """The calibrated network's (TR 36.873 V12.5.0 Table 8.2-1): BS 41 dBm per 10 MHz, UE
+    noise figure 9 dB (docs/radio.md); the uplink's 23 dBm and 5 dB are the device's and
+    the BS's."""
     downlink = scenario_from_data({"radio": {"downlink": {"bandwidth_hz": "10 MHz"}}}).radio
-    assert (downlink.downlink.tx_power_dbm, downlink.downlink.noise_figure_db) == (41.0, 7.0)
+    assert (downlink.downlink.tx_power_dbm, downlink.downlink.noise_figure_db) == (41.0, 9.0)
     assert (downlink.uplink.tx_power_dbm, downlink.uplink.noise_figure_db) == (23.0, 5.0)
 
 
@@ -94,8 +96,8 @@ def test_nr_link_written_in_part_keeps_its_directions_defaults(direction):
     assert link.noise_figure_db == expected[1]
 
 
-def test_multicell_scenario_runs_its_downlink_at_7_db():
+def test_multicell_scenario_runs_its_downlink_at_9_db():
     """scenarios/multicell.yaml writes ``downlink: {tx_power_dbm: 41}``: its noise figure
-    is the device's 7 dB (it was 5 dB before the fix)."""
+    is the device's 9 dB (it was 5 dB, the uplink's, before the fix)."""
     scenario = load_scenario("multicell")
-    assert scenario.radio.downlink.noise_figure_db == 7.0
+    assert scenario.radio.downlink.noise_figure_db == 9.0

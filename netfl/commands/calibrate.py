@@ -49,7 +49,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "calibrate",
         help="3GPP large-scale calibration: coupling loss and geometry against the reference",
     )
-    cal.add_argument("preset", help="tr36873_umi, tr36873_uma, tr38901_umi or tr38901_uma")
+    cal.add_argument(
+        "preset",
+        help="tr36873_umi, tr36873_uma, tr38901_umi, tr38901_uma (6 GHz), tr38901_umi_30ghz"
+        " or tr38901_uma_30ghz",
+    )
     cal.add_argument(
         "--ues", type=_ues, default=10_000, help=f"devices to drop (10000; at least {MIN_UES})"
     )
@@ -87,18 +91,18 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _check_memory(preset: Any, ues: int) -> None:
-    """Refuse a drop the machine cannot hold (it draws every device's link to every cell
-    at once: :func:`netfl.resources.multicell_bytes_per_device`), before anything is
-    written or allocated."""
+    """Refuse a drop the machine cannot hold (it keeps every device's gain to every cell:
+    :func:`netfl.resources.layout_bytes_per_device`), before anything is written or
+    allocated."""
     from netfl.radio.calibration import cell_config
     from netfl.resources import (
         BASE_BYTES,
         format_bytes,
+        layout_bytes_per_device,
         machine_memory,
-        multicell_bytes_per_device,
     )
 
-    needed = BASE_BYTES + ues * multicell_bytes_per_device(cell_config(preset))
+    needed = BASE_BYTES + ues * layout_bytes_per_device(cell_config(preset), ues)
     physical, _ = machine_memory()
     if needed > physical:
         raise NetflError(

@@ -99,7 +99,7 @@ class LinkConfig(StrictModel):
     p0_dbm: float | None = Field(
         default=None,
         description=(
-            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1) in the multi-cell model:"
+            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1):"
             " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
             " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
         ),
@@ -172,8 +172,8 @@ def _refuse_downlink_p0(value: float | None) -> float | None:
 class DownlinkConfig(LinkConfig):
     """The LTE cell's downlink: the base station transmits, the device receives.
 
-    Its own defaults, so that a partial ``downlink`` section keeps them (ITU-R M.2135-1
-    UMi evaluation setting: BS 41 dBm per 10 MHz, UT noise figure 7 dB;
+    Its own defaults, so that a partial ``downlink`` section keeps them (the calibrated
+    network's: TR 36.873 V12.5.0 Table 8.2-1, BS 41 dBm in 10 MHz, UE noise figure 9 dB;
     docs/radio.md).
     """
 
@@ -181,12 +181,12 @@ class DownlinkConfig(LinkConfig):
         default=41.0,
         description=(
             "Base-station transmit power, dBm, spread over tx_power_rbs RBs (fixed downlink"
-            " energy per resource element; ITU-R M.2135-1 UMi: 41 dBm in 10 MHz)."
+            " energy per resource element; TR 36.873 Table 8.2-1: 41 dBm in 10 MHz)."
         ),
     )
     noise_figure_db: NonNegativeFloat = Field(
-        default=7.0,
-        description="The device's receiver noise figure, dB (ITU-R M.2135-1: 7 dB).",
+        default=9.0,
+        description="The device's receiver noise figure, dB (TR 36.873 Table 8.2-1: 9 dB).",
     )
 
     _no_power_control = field_validator("p0_dbm")(_refuse_downlink_p0)
@@ -235,12 +235,15 @@ class LteRadioConfig(StrictModel):
 
     model: Literal["lte"] = Field(default="lte", description="Radio model.")
     channel_model: str = Field(
-        default="umi_nlos",
+        default="tr36873_umi",
         description=(
             "Path-loss model (`netfl list channel-models`), or `package.module:attribute`."
         ),
     )
-    carrier_frequency_hz: Hertz = Field(default=2.5e9, description="Carrier frequency, Hz.")
+    carrier_frequency_hz: Hertz = Field(
+        default=2.0e9,
+        description="Carrier frequency, Hz (default 2 GHz, the TR 36.873 calibration's).",
+    )
     out_of_range: OutOfRange = Field(
         default="refuse",
         description=(
@@ -268,8 +271,18 @@ class LteRadioConfig(StrictModel):
     ul_interference_db: NonNegativeFloat = Field(
         default=0.0,
         description=(
-            "Uplink interference over thermal noise at the BS, dB (other cells' UEs), for the"
-            " single-cell model; the multi-cell model computes it from the transfers in flight."
+            "Constant uplink interference over thermal noise at every BS, dB: interference"
+            " from outside the layout (the seed papers' isolated cells). The layout's own"
+            " cells interfere through the transfers in flight, on top of it."
+        ),
+    )
+    update_interval_s: NonNegativeFloat | None = Field(
+        default=0.1,
+        description=(
+            "Radio update: the longest a transfer's rate lags the interference it sees, s."
+            " A flow's SINR is exact at its start; when the other cells' transfers change,"
+            " every link in flight is recomputed this long after (0: at once; null: never,"
+            " a transfer keeps the SINR it started with). docs/radio.md, 'Radio update'."
         ),
     )
     fluctuation_eta: float | None = Field(
@@ -404,6 +417,13 @@ class NrRadioConfig(LteRadioConfig):
     """
 
     model: Literal["nr"] = Field(default="nr", description="Radio model.")  # type: ignore[assignment]
+    channel_model: str = Field(
+        default="tr38901_umi",
+        description=(
+            "Path-loss model (`netfl list channel-models`), or `package.module:attribute`"
+            " (default: TR 38.901 UMi-Street Canyon, 0.5-100 GHz)."
+        ),
+    )
     numerology: int = Field(
         default=1,
         description="Numerology mu: subcarrier spacing 15 kHz x 2^mu (0..3: 15/30/60/120"

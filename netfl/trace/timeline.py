@@ -66,7 +66,8 @@ KINDS: dict[str, str] = {
     "background_flow_end": "a background (non-FL) transfer completes",
     "rb_allocation": (
         "a flow's resource blocks change: it holds `n_rb` RBs from now on (0 releases them);"
-        " optional columns `flow`, `direction` ('ul'/'dl'), `n_rb_total` (netfl/trace/rb.py)"
+        " optional columns `flow`, `direction` ('ul'/'dl'), `cell`, `n_rb_total`"
+        " (netfl/trace/rb.py)"
     ),
 }
 
@@ -79,6 +80,7 @@ OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb_total": pa.float64(),
     "flow": pa.int64(),
     "direction": pa.string(),
+    "cell": pa.int64(),
 }
 
 SCHEMA = pa.schema(
