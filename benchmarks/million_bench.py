@@ -18,28 +18,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
+from benchmarks import scheduler_bench
 from benchmarks.side_by_side import HERE, compare
 
 
 def scenario(devices: int, per_round: int, rounds: int, request_fraction: float) -> dict[str, Any]:
-    return {
-        "name": "million-bench",
-        "seed": 1,
-        "cell": {**ISOLATED_CELL, "radius_m": 500},
-        "radio": ISOLATED_RADIO,
-        "devices": {
-            "groups": [{"name": "phones", "count": devices, "compute_sps": 100, "n_samples": 50}]
-        },
-        "fl": {
-            "rounds": rounds,
-            "clients_per_round": per_round,
-            "model_size_bits": 8e6,
-            "request_fraction": request_fraction,
-        },
-        "selection": {"name": "random"},
-        "learning": "none",
-    }
+    """The scheduler benchmark's run (``benchmarks/scheduler_bench.py``) asking a fraction."""
+    data = scheduler_bench.scenario(devices, per_round, rounds)
+    data["name"] = "million-bench"
+    data["fl"]["request_fraction"] = request_fraction
+    return data
 
 
 def main() -> None:

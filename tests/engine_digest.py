@@ -14,8 +14,10 @@ Run ``python -m tests.engine_digest`` to print the digests of :data:`SCENARIOS`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -127,24 +129,14 @@ class ObservingRandom(RandomSelection):
         self.seen: list[str] = []
 
     def observe(self, feedback: RoundFeedback) -> None:
-        fields = {name: getattr(feedback, name) for name in _FEEDBACK}
-        fields.update({f"feature:{k}": v for k, v in sorted(feedback.features.items())})
-        self.seen.append(";".join(f"{k}={_number(v)}" for k, v in fields.items()))
-
-
-_FEEDBACK = (
-    "round",
-    "selected",
-    "completed",
-    "download_time_s",
-    "update_time_s",
-    "upload_time_s",
-    "exchange_time_s",
-    "round_time_s",
-    "status",
-    "observed_update_time_s",
-    "observed_upload_time_s",
-)
+        seen = {}
+        for field in dataclasses.fields(feedback):
+            value = getattr(feedback, field.name)
+            if isinstance(value, Mapping):  # features, signals
+                seen.update({f"{field.name}:{k}": v for k, v in sorted(value.items())})
+            else:
+                seen[field.name] = value
+        self.seen.append(";".join(f"{k}={_number(v)}" for k, v in seen.items()))
 
 
 def _number(value: Any) -> str:

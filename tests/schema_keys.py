@@ -14,16 +14,17 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
-from netfl.config import dist
+from netfl.config.docs import _field_default as field_default
+from netfl.config.docs import _flatten as flatten
+from netfl.config.docs import _is_distribution as is_distribution
+from netfl.config.docs import _tag as tag_of
 from netfl.config.fl import _PROTOCOL_KEYS, FLConfig
 from netfl.config.learning import (
     _PARTITION_PARAMS,
@@ -60,21 +61,6 @@ class SchemaKey:
         return put(self.context, self.path, value)
 
 
-def flatten(annotation: Any) -> list[Any]:
-    """The members of a (possibly Annotated, Optional or union) annotation."""
-    origin = get_origin(annotation)
-    if origin is typing.Annotated:
-        return flatten(get_args(annotation)[0])
-    if origin in (Union, types.UnionType):
-        return [member for arg in get_args(annotation) for member in flatten(arg)]
-    return [annotation]
-
-
-def is_distribution(annotation: Any) -> bool:
-    members = set(flatten(annotation))
-    return dist.Uniform in members and dist.Constant in members
-
-
 def sub_models(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
     """The sections a field holds, each with whether it is a list item."""
     if is_distribution(annotation):
@@ -86,15 +72,6 @@ def sub_models(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
         elif isinstance(member, type) and issubclass(member, BaseModel):
             found.append((member, False))
     return found
-
-
-def tag_of(model: type[BaseModel]) -> tuple[str, str] | None:
-    """``(key, value)`` that picks ``model`` in a tagged union (its one-value Literal)."""
-    for name, field in model.model_fields.items():
-        values = get_args(field.annotation)
-        if get_origin(field.annotation) is typing.Literal and len(values) == 1:
-            return name, values[0]
-    return None
 
 
 def put(data: dict[str, Any], path: Path, value: Any) -> dict[str, Any]:
@@ -260,13 +237,4 @@ def hostile_values(key: SchemaKey) -> list[Any]:
     return values
 
 
-def field_default(field: FieldInfo) -> Any:
-    """The field's default (``PydanticUndefined`` when it is required)."""
-    if field.default_factory is not None:
-        return field.default_factory()  # type: ignore[call-arg]
-    return field.default
-
-
 __all__ = ["SchemaKey", "field_default", "hostile_values", "put", "schema_keys", "valid"]
-
-_ = PydanticUndefined

@@ -20,8 +20,8 @@ BEFORE = {
     "fedasync_lte": "f0d9c52e44b89f1419c004939868da496cd4056fb0dd878c3958eb1c4332a87b",
     "fedavg_lte": "e4b69a4d4bf6d7cb4716f7d147bbe72aa8fe9167450b0192a7f70a7a3d0a16bf",
     "fedbuff_drops_deadline": "c94fecec9c601000289715d0f99d0095fa24c1a72866d35eafc0045de69e5166",
-    "fedbuff_observed": "adc130686c5c28b8873b3aa1739ccb3cd5c8182a1bcddb9dbaa4bda58b8c7539",
-    "fedavg_observed": "093b9e10714adda732fbe8aed4037a4b296b5995b1032c65c5281cfc3fee7bf5",
+    "fedbuff_observed": "79e0da6c70149ae2b84bc17256a5da5b8c56bc147b79008f6a7805d53c0760b0",
+    "fedavg_observed": "741e0cd614ee81dc85872291a40359b51616cf31c10a2a4e5d6d901bbe74be98",
     "hierarchical": "b794f058fba07c1dc13b100d890c57e8ddb289e15b5f4bec1c8ceb9edb8da117",
 }
 
