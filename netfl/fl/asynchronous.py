@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from netfl.fl.exchange import LATE, Exchange, LateTimeout, Outcome
+from netfl.fl.exchange import Exchange, LateEvent, LateTimeout, Outcome
 from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
@@ -115,9 +115,9 @@ class AsyncServer(Server):
         self.jobs: dict[int, _Job] = {}
         self.in_flight = np.zeros(self.n_clients, dtype=bool)
         self.arrived: list[_Arrival] = []
-        # Fires after the other events of the instant of the first arrival since the
-        # server last took them (scheduled by _done at the LATE priority).
-        self.wakeup = env.event()
+        # Fired by the first arrival since the server last took them: processed after the
+        # other events of that instant.
+        self.wakeup = LateEvent(env)
         self.buffer: list[_Arrival] = []
         self.resolved: list[_Arrival] = []  # since the previous version
         self.n_started = 0
@@ -180,15 +180,8 @@ class AsyncServer(Server):
     def _drain(self) -> list[_Arrival]:
         items, self.arrived = self.arrived, []
         if self.wakeup.triggered:
-            self.wakeup = self.env.event()
+            self.wakeup = LateEvent(self.env)
         return items
-
-    def _wake(self) -> None:
-        """An arrival: wake the server after every other event of this instant."""
-        wakeup = self.wakeup
-        if not wakeup.triggered:
-            wakeup._ok, wakeup._value = True, None
-            self.env.schedule(wakeup, priority=LATE)
 
     # -- starting clients ---------------------------------------------------------------
 
@@ -277,7 +270,7 @@ class AsyncServer(Server):
             else:
                 self._joined.add(client)
         self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
-        self._wake()
+        self.wakeup.fire()
 
     def _stop_in_flight(self) -> Generator[simpy.Event, Any, None]:
         """At the end: cancel the clients still training (``cancel`` in the timeline)."""

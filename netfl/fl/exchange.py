@@ -58,6 +58,16 @@ class LateTimeout(simpy.Event):
         env.schedule(self, priority=LATE, delay=delay_s)
 
 
+class LateEvent(simpy.Event):
+    """An event that, once :meth:`fire` is called, is processed after every other event
+    of that instant (a ``LateTimeout`` of 0 s started on demand; later calls do nothing)."""
+
+    def fire(self) -> None:
+        if not self.triggered:
+            self._ok, self._value = True, None
+            self.env.schedule(self, priority=LATE)
+
+
 @dataclass
 class Outcome:
     """What happened to one client in one exchange (times in simulated seconds)."""

@@ -25,7 +25,8 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -156,6 +157,11 @@ class SelectionContext:
         makes sure the values do not change once the context is made (they are read
         later)."""
         ctx = object.__new__(cls)
+        for spec in dataclass_fields(cls):  # the defaults of the fields not given
+            if spec.name not in (*DEFERRED_COLUMNS, "features", *fields):
+                make = spec.default_factory
+                default = spec.default if make is MISSING else make()
+                object.__setattr__(ctx, spec.name, default)
         for name, value in fields.items():
             object.__setattr__(ctx, name, value)
         object.__setattr__(ctx, "candidates", _frozen(fields["candidates"]))
@@ -176,7 +182,7 @@ class SelectionContext:
 
     def __getstate__(self) -> dict[str, Any]:
         """Every array computed (a pickled context does not hold the server)."""
-        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
         state["features"] = dict(self.features)
         return state
 
