@@ -299,20 +299,28 @@ def _run(
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
             resumable = checkpoints is not None and status != "completed"
-            try:
-                if full is not None:  # the tables would not fit either: the summary only
-                    raise full
-                write_results(world, run_dir, summary, clock_s, streams, resumable)
-            except OSError as exc:
-                if not disk_full(exc):
-                    raise
-                lock.release_reserve()  # room for the summary that says what happened
-                summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-                with contextlib.suppress(OSError):
-                    write_json(run_dir / "summary.json", summary)
-                if full is None:
+            if full is not None:  # the tables would not fit either: the summary only
+                _summary_of_full_disk(run_dir, summary, full, lock)
+            else:
+                try:
+                    write_results(world, run_dir, summary, clock_s, streams, resumable)
+                except OSError as exc:
+                    if not disk_full(exc):
+                        raise
+                    _summary_of_full_disk(run_dir, summary, exc, lock)
                     raise _disk_full_error(run_dir, exc) from exc
     return RunResult(run_dir, summary)
+
+
+def _summary_of_full_disk(
+    run_dir: Path, summary: dict[str, Any], exc: OSError, lock: RunDirLock
+) -> None:
+    """Give the lock's reserved space back and write the summary that says what happened
+    (if even that fails, there is nothing left to write with)."""
+    lock.release_reserve()
+    summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+    with contextlib.suppress(OSError):
+        write_json(run_dir / "summary.json", summary)
 
 
 def _disk_full_error(run_dir: Path, exc: OSError) -> DiskFullError:
