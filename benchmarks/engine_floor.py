@@ -7,8 +7,9 @@ updates a minute".
 overhead included: compare modules and protocols, not absolute times).
 
 ``floor``: CPU microseconds per update of ``benchmarks.million_bench``'s run (``--rounds``
-rounds) as it is, with the timeline's recording switched off, and with ``radio.model:
-fixed`` (transfers as timeouts), and SimPy's own cost per event (processes waiting on
+rounds) as it is, with the timeline's recording switched off, with ``radio.model: fixed``
+(transfers as timeouts), with Python's cyclic garbage collector off (what the reference
+cycles each transfer leaves cost), and SimPy's own cost per event (processes waiting on
 timeouts), each in a fresh process.
 
 Run: ``python -m benchmarks.engine_floor profile fedbuff --strategy first`` or
@@ -54,7 +55,9 @@ def profile(protocol: str, updates: int, strategy: str) -> None:
 
 def _variant(mode: str, rounds: int) -> dict[str, float]:
     """One run of the million benchmark's scenario in this process (``mode``: as is,
-    ``norecord`` or ``fixed``)."""
+    ``norecord``, ``fixed`` or ``nogc``)."""
+    import gc
+
     import netfl.trace.timeline as timeline
     from netfl.scenario import scenario_from_data
     from netfl.world import build_world
@@ -66,6 +69,8 @@ def _variant(mode: str, rounds: int) -> dict[str, float]:
         timeline.Timeline.record = lambda self, *a, **k: None  # type: ignore[method-assign]
         timeline.Timeline.record_many = lambda self, *a, **k: None  # type: ignore[method-assign]
     world = build_world(scenario_from_data(data))
+    if mode == "nogc":
+        gc.disable()
     start = time.process_time()
     world.env.run(until=world.env.process(world.server.run()))
     cpu = time.process_time() - start
@@ -94,7 +99,7 @@ def _simpy_per_event() -> float:
 
 def floor(rounds: int, repeat: int) -> None:
     for _ in range(repeat):
-        for mode in ("as is", "norecord", "fixed"):
+        for mode in ("as is", "norecord", "fixed", "nogc"):
             done = subprocess.run(
                 [sys.executable, "-m", "benchmarks.engine_floor", "variant", mode, str(rounds)],
                 cwd=HERE,
