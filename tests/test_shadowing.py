@@ -42,6 +42,19 @@ def test_a_device_that_moves_1_m_keeps_its_shadowing():
     assert np.std(after - before) == pytest.approx(4.0 * np.sqrt(2 * (1 - np.exp(-0.1))), rel=0.03)
 
 
+def test_a_minimum_step_holds_the_value_but_keeps_the_correlation_per_distance():
+    n, d_cor = 20000, 10.0
+    state = CorrelatedShadowing(
+        np.full((n, 1), 4.0), d_cor, np.random.default_rng(5), min_step_m=1.0
+    )
+    first = state.shadowing_db.ravel().copy()
+    for k in range(1, 9):
+        now = state.advance(np.full(n, 0.25)).ravel()
+        assert np.array_equal(now, first) == (k < 4)  # moves once 1 m is reached
+    # 2 m walked, in two moves of 1 m: the correlation of the field 2 m apart.
+    assert np.corrcoef(first, now)[0, 1] == pytest.approx(np.exp(-2.0 / d_cor), abs=0.02)
+
+
 def test_standing_still_keeps_the_value_and_inf_draws_afresh():
     rng = np.random.default_rng(2)
     initial = rng.normal(0.0, 7.0, (3000, 2))

@@ -172,38 +172,45 @@ class HandoverState:
 
     def _first(self, rsrp: np.ndarray) -> None:
         self.filtered_dbm = rsrp.copy()
-        nan = np.full(rsrp.shape, np.nan)
-        self._enter_since_s, self._leave_since_s = nan, nan.copy()
+        self._enter_since_s = np.full(rsrp.shape, np.inf)
+        self._leave_since_s = np.full(rsrp.shape, np.inf)
         self._triggered = np.zeros(rsrp.shape, dtype=bool)
 
     def _filter(self, rsrp: np.ndarray, dt_s: float, fresh: np.ndarray) -> None:
         assert self.filtered_dbm is not None
         a = filter_weight(self.config.filter_coefficient, max(dt_s, 0.0))
-        self.filtered_dbm = (1.0 - a) * self.filtered_dbm + a * rsrp
-        self.filtered_dbm[fresh] = rsrp[fresh]
+        if a == 1.0:
+            self.filtered_dbm = rsrp.copy()
+        else:
+            self.filtered_dbm += a * (rsrp - self.filtered_dbm)
+            self.filtered_dbm[fresh] = rsrp[fresh]
 
     def _offsets(self, values: np.ndarray) -> np.ndarray:
         return values if self.cell_offset_db is None else values + self.cell_offset_db[None, :]
 
     def _event_a3(self, t_s: float) -> None:
-        """Entering and leaving conditions of every neighbour, and the triggered lists."""
+        """Entering and leaving conditions of every neighbour, and the triggered lists.
+
+        The timers hold when each condition began to hold at every update (+inf: it does
+        not hold now)."""
         assert self.filtered_dbm is not None and self._triggered is not None
         assert self._enter_since_s is not None and self._leave_since_s is not None
         cfg = self.config
         rows = np.arange(len(self.serving))
-        offset = self._offsets(self.filtered_dbm)
-        margin = offset - offset[rows, self.serving][:, None] - cfg.a3_offset_db
-        neighbour = np.ones_like(margin, dtype=bool)
-        neighbour[rows, self.serving] = False
-        live = neighbour & self.attached[:, None]
-        entering = live & (margin - cfg.hysteresis_db > 0)
-        leaving = live & (margin + cfg.hysteresis_db < 0)
-        self._enter_since_s = _held_since(entering, self._enter_since_s, t_s)
-        self._leave_since_s = _held_since(leaving, self._leave_since_s, t_s)
-        ttt = cfg.time_to_trigger_s - _EPS_S
-        self._triggered |= entering & (t_s - self._enter_since_s >= ttt)
-        self._triggered &= ~(leaving & (t_s - self._leave_since_s >= ttt))
-        self._triggered &= live
+        level = self._offsets(self.filtered_dbm)
+        margin = level - (level[rows, self.serving] + cfg.a3_offset_db)[:, None]
+        margin[rows, self.serving] = -np.inf  # the serving cell is no neighbour
+        if not self.attached.all():
+            margin[~self.attached] = np.nan  # neither entering nor leaving
+        entering = margin > cfg.hysteresis_db
+        self._enter_since_s = np.where(entering, np.minimum(self._enter_since_s, t_s), np.inf)
+        due = t_s - cfg.time_to_trigger_s + _EPS_S
+        self._triggered |= self._enter_since_s <= due
+        if self._triggered.any():  # rare: a cell waiting for an interruption to end
+            # Only listed cells can leave (their leave timers start once listed).
+            leaving = self._triggered & (margin < -cfg.hysteresis_db)
+            self._leave_since_s = np.where(leaving, np.minimum(self._leave_since_s, t_s), np.inf)
+            self._triggered &= self._leave_since_s > due
 
     def _execute(self, t_s: float) -> Handovers:
         assert self.filtered_dbm is not None and self._triggered is not None
@@ -231,8 +238,8 @@ class HandoverState:
         """A new serving cell (or none): fresh A3 timers and list, T310 stopped."""
         assert self._enter_since_s is not None and self._leave_since_s is not None
         assert self._triggered is not None
-        self._enter_since_s[device] = np.nan
-        self._leave_since_s[device] = np.nan
+        self._enter_since_s[device] = np.inf
+        self._leave_since_s[device] = np.inf
         self._triggered[device] = False
         self.t310_start_s[device] = np.nan
         self.out_since_s[device] = np.nan
@@ -297,7 +304,7 @@ class HandoverState:
         cfg = self.config
         times = [self.back_at_s]
         if self._enter_since_s is not None and self._triggered is not None:
-            pending = ~self._triggered & ~np.isnan(self._enter_since_s)
+            pending = ~self._triggered & np.isfinite(self._enter_since_s)
             times.append(np.where(pending, self._enter_since_s + cfg.time_to_trigger_s, np.nan))
             waiting = self._triggered.any(axis=1)
             times.append(np.where(waiting, self.interrupted_until_s, np.nan))
@@ -308,8 +315,3 @@ class HandoverState:
         flat = np.concatenate([np.ravel(t) for t in times])
         flat = flat[~np.isnan(flat)]
         return float(flat.min()) if len(flat) else float("inf")
-
-
-def _held_since(condition: np.ndarray, since_s: np.ndarray, t_s: float) -> np.ndarray:
-    """When each condition began to hold at every update up to ``t_s`` (NaN if not now)."""
-    return np.where(condition, np.where(np.isnan(since_s), t_s, since_s), np.nan)
