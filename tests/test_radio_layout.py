@@ -35,16 +35,20 @@ def _scenario(**cell: Any) -> Any:
         ({"sectors": 2}, "cell.sectors", "sectors must be 1 (omni) or 3, not 2"),
         ({"sites": 5}, "cell.sites", "sites must be 1, 7 or 19, not 5"),
         ({"sites": 7, "wrap_around": True}, "cell.wrap_around", "needs sites: 19, not 7"),
-        ({"wrap_around": True}, "cell.wrap_around", "needs sites: 19, not 1"),
+        ({"sites": 1, "wrap_around": True}, "cell.wrap_around", "needs sites: 19, not 1"),
         ({"indoor_fraction": 1.5}, "cell.indoor_fraction", "less than or equal to 1"),
         ({"indoor_fraction": -0.1}, "cell.indoor_fraction", "greater than or equal to 0"),
-        ({"antenna_elements": 10}, "cell.antenna_elements", "needs sectors: 3"),
+        ({"sectors": 1, "antenna_elements": 10}, "cell.antenna_elements", "needs sectors: 3"),
         (
             {"sectors": 3, "antenna_electrical_downtilt_deg": 12},
             "cell.antenna_electrical_downtilt_deg",
             "needs antenna_elements above 1",
         ),
-        ({"antenna_mechanical_downtilt_deg": 6}, "cell.antenna_mechanical_downtilt_deg", "sectors"),
+        (
+            {"sectors": 1, "antenna_mechanical_downtilt_deg": 6},
+            "cell.antenna_mechanical_downtilt_deg",
+            "sectors",
+        ),
         ({"device_sites": "middle"}, "cell.device_sites", "'all' or 'centre'"),
         ({"o2i_high_loss_fraction": 2}, "cell.o2i_high_loss_fraction", "less than or equal"),
         ({"interfering_rings": 1}, "cell", "cell.sites: 7 or 19"),
@@ -58,9 +62,35 @@ def test_bad_layout_input_is_refused_in_one_line_naming_the_key(cell, key, messa
     assert "\n" not in str(info.value)
 
 
-def test_the_default_is_one_omni_site():
-    cell = _scenario().cell
-    assert (cell.sites, cell.sectors, cell.wrap_around, cell.indoor_fraction) == (1, 1, False, 0)
+def test_the_default_is_the_tr36873_umi_calibration_layout():
+    """No cell keys: 19 sites x 3 sectors with wrap-around, ISD 200 m, 80% indoor with the
+    TR 36.873 O2I loss, one element per sector, the devices in the centre site: the
+    configuration of PRESETS["tr36873_umi"] (TR 36.873 Table 8.2-1)."""
+    from netfl.config.cell import CellConfig
+    from netfl.config.radio import LteRadioConfig
+
+    cell, preset = CellConfig(), PRESETS["tr36873_umi"]
+    assert (cell.sites, cell.sectors, cell.wrap_around) == (19, 3, True)
+    assert cell.inter_site_distance_m is None
+    layout = layout_from_config(cell)
+    assert layout.inter_site_distance_m == pytest.approx(preset.inter_site_distance_m)
+    assert cell.indoor_fraction == preset.indoor_fraction and cell.o2i_model == "tr36873"
+    assert antenna_from_config(cell, 0.0) == preset.antenna
+    assert (cell.min_distance_m, cell.bs_height_m) == (preset.min_distance_m, preset.bs_height_m)
+    assert cell.device_sites == "centre"
+    radio = LteRadioConfig()
+    assert radio.channel_model == "tr36873_umi"
+    assert radio.carrier_frequency_hz == preset.frequency_hz
+    assert (radio.downlink.tx_power_dbm, radio.downlink.noise_figure_db) == (
+        preset.tx_power_dbm,
+        preset.noise_figure_db,
+    )
+    assert radio.downlink.bandwidth_hz == preset.bandwidth_hz
+
+
+def test_one_site_is_an_omni_cell_without_wrap_around():
+    cell = _scenario(sites=1, sectors=1).cell
+    assert cell.wrap_around is False
     layout = layout_from_config(cell)
     assert layout.n_cells == 1
     assert layout.inter_site_distance_m == pytest.approx(200.0)
@@ -109,7 +139,7 @@ def test_topology_holds_every_site_and_sector():
 
 
 def test_the_single_cell_is_a_layout_of_one_site_and_sector():
-    cell = _scenario().cell
+    cell = _scenario(sites=1, sectors=1).cell
     graph = build_topology(cell.radius_m, cell.backhaul.model_dump(), layout_from_config(cell))
     kinds = [d["kind"] for _, d in graph.nodes(data=True)]
     assert kinds.count("cell") == 1 and kinds.count("sector") == 1

@@ -21,7 +21,13 @@ from tests.protocol_helpers import group, run, scenario
 def _multicell(**cell):
     data = scenario(
         [group("phones", 60, compute_sps=100.0, n_samples=50)],
-        cell={"inter_site_distance_m": 200, "sites": 7, "sectors": 3, **cell},
+        cell={
+            "inter_site_distance_m": 200,
+            "sites": 7,
+            "sectors": 3,
+            "device_sites": "all",
+            **cell,
+        },
         fl={"rounds": 3, "clients_per_round": 10, "model_size_bits": 2.0e6},
         selection={"name": "random"},
     )

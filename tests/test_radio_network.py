@@ -16,6 +16,7 @@ from netfl.radio.network import FixedRateNetwork, Transfer
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.trace.timeline import Timeline
+from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
 BITS = 8e6
 
@@ -23,8 +24,8 @@ BITS = 8e6
 def _scenario(**radio: Any) -> dict[str, Any]:
     return {
         "seed": 5,
-        "cell": {"radius_m": 300.0},
-        "radio": {"model": "lte", **radio},
+        "cell": {**ISOLATED_CELL, "radius_m": 300.0},
+        "radio": {**ISOLATED_RADIO, **radio},
         "devices": {"groups": [{"count": 12, "n_samples": 50}]},
         "fl": {"rounds": 2, "clients_per_round": 3, "model_size_bits": BITS},
         "learning": None,

@@ -24,14 +24,15 @@ from netfl.radio.traffic import nominal_user_rates
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
 from netfl.trace.timeline import Timeline
+from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
 PAPER = ["learning=none"]
 
 
 def _base(**sections: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "cell": {"radius_m": 300.0},
-        "radio": {"model": "lte"},
+        "cell": {**ISOLATED_CELL, "radius_m": 300.0},
+        "radio": dict(ISOLATED_RADIO),
         "devices": {"groups": [{"count": 10, "n_samples": 50}]},
         "fl": {"rounds": 2, "clients_per_round": 2, "model_size_bits": 1e6},
         "learning": None,
@@ -105,7 +106,9 @@ def test_clip_accepts_distances_beyond_the_model():
 
 
 def test_inter_site_distance_sets_the_radius():
-    scenario = scenario_from_data(_base(cell={"inter_site_distance_m": "1 km"}))
+    scenario = scenario_from_data(
+        _base(cell={**ISOLATED_CELL, "radius_m": None, "inter_site_distance_m": "1 km"})
+    )
     assert scenario.cell.radius_m == pytest.approx(1000 / np.sqrt(3))
     again = scenario_from_data(scenario.model_dump(mode="json"))
     assert again.cell == scenario.cell

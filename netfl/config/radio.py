@@ -206,12 +206,15 @@ class LteRadioConfig(StrictModel):
 
     model: Literal["lte"] = Field(default="lte", description="Radio model.")
     channel_model: str = Field(
-        default="umi_nlos",
+        default="tr36873_umi",
         description=(
             "Path-loss model (`netfl list channel-models`), or `package.module:attribute`."
         ),
     )
-    carrier_frequency_hz: Hertz = Field(default=2.5e9, description="Carrier frequency, Hz.")
+    carrier_frequency_hz: Hertz = Field(
+        default=2.0e9,
+        description="Carrier frequency, Hz (default 2 GHz, the TR 36.873 calibration's).",
+    )
     out_of_range: OutOfRange = Field(
         default="refuse",
         description=(
@@ -272,7 +275,7 @@ class LteRadioConfig(StrictModel):
     )
     uplink: LinkConfig = Field(default_factory=LinkConfig, description="Uplink (device -> BS).")
     downlink: LinkConfig = Field(
-        default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=7.0),
+        default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=9.0),
         description="Downlink (BS -> device).",
     )
 
@@ -389,6 +392,13 @@ class NrRadioConfig(LteRadioConfig):
     """
 
     model: Literal["nr"] = Field(default="nr", description="Radio model.")  # type: ignore[assignment]
+    channel_model: str = Field(
+        default="tr38901_umi",
+        description=(
+            "Path-loss model (`netfl list channel-models`), or `package.module:attribute`"
+            " (default: TR 38.901 UMi-Street Canyon, 0.5-100 GHz)."
+        ),
+    )
     numerology: int = Field(
         default=1,
         description="Numerology mu: subcarrier spacing 15 kHz x 2^mu (0..3: 15/30/60/120"

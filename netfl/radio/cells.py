@@ -199,18 +199,24 @@ class Cells:
             occupancy = self.occupancy[DL]
             rows = np.arange(len(cells))
             seen = gain_mw @ occupancy - gain_mw[rows, cells] * occupancy[cells]
-            return self.dl_power_mw * seen
+            return self.dl_power_mw * np.maximum(seen, 0.0)
         emission = self.ul_emission_mw()
         into = emission.sum(axis=0) - np.diagonal(emission)
-        return into[cells]
+        return np.maximum(into[cells], 0.0)
 
     def link_interference_mw(self, link: RadioLink) -> float:
-        """Interference per RB a link sees now (0 in a layout of one cell)."""
+        """Interference per RB a link sees now (0 in a layout of one cell): the scalar case
+        of :meth:`interference_mw`, without its temporaries."""
         if self.n_cells == 1:
             return 0.0
-        cells = np.array([link.cell])
-        gain_mw = db_to_mw(link.gain_db)[None, :]
-        return float(self.interference_mw(link.direction, cells, gain_mw)[0])
+        cell = link.cell
+        if link.direction == DL:
+            occupancy = self.occupancy[DL]
+            gain_mw = db_to_mw(link.gain_db)
+            seen = float(gain_mw @ occupancy) - float(gain_mw[cell] * occupancy[cell])
+            return self.dl_power_mw * max(seen, 0.0)
+        emission = self.ul_emission_mw()
+        return max(float(emission[:, cell].sum() - emission[cell, cell]), 0.0)
 
     def active_elsewhere(self, direction: str, cell: int) -> bool:
         """Whether a link of ``direction`` is in flight in a cell other than ``cell``."""

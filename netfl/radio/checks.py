@@ -117,7 +117,7 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
 
     FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: the rate per RB of a
     background user with coverage, averaged over drops with a fixed stream; users without
-    coverage are never drawn, see :class:`~netfl.radio.traffic.CellUsers`) in the centre
+    coverage are never drawn, see :class:`~netfl.radio.traffic.CellUsers`) of the centre
     cell at the nominal load (the other cells transmitting); a constant load its fraction;
     full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
     """

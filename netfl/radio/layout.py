@@ -154,7 +154,7 @@ def hex_layout(
 def layout_from_config(cell: CellConfig) -> Layout:
     """The layout of a scenario's ``cell`` section (ISD = sqrt(3) ``cell.radius_m``)."""
     return hex_layout(
-        cell.sites, cell.sectors, SQRT3 * cell.radius_m, cell.wrap_around, cell.radius_m
+        cell.sites, cell.sectors, SQRT3 * cell.radius_m, bool(cell.wrap_around), cell.radius_m
     )
 
 

@@ -7,12 +7,13 @@
 - :class:`FullBuffer`: users with data for the whole run.
 - :func:`constant_load`: a fixed fraction of the RBs always taken.
 
-Every source of ``traffic.sources`` runs in every cell (:func:`start_sources`), each with
-its own streams ``traffic.<i>.cell<c>.arrivals`` and ``traffic.<i>.cell<c>.users``. A
-cell's users (:class:`CellUsers`) are dropped like the FL devices in the cell's site and
-kept if the cell serves them; a flow's SINR is evaluated against the other cells when it
-starts and follows them in flight like an FL transfer's. Each source may log its transfers
-in the timeline as ``background_flow_start`` / ``background_flow_end`` (client -1).
+Every source of ``traffic.sources`` runs in every cell (:func:`start_sources`), each cell
+with its own arrival stream ``traffic.<i>.cell<c>.arrivals``; the source's users are
+dropped like the FL devices over the whole layout from ``traffic.<i>.users`` and each
+belongs to the cell that serves it (:class:`LayoutUsers`); a flow's SINR is evaluated
+against the other cells when it starts and follows them in flight like an FL transfer's.
+Each source may log its transfers in the timeline as ``background_flow_start`` /
+``background_flow_end`` (client -1).
 """
 
 from __future__ import annotations
@@ -71,47 +72,51 @@ class UserPool:
         return self._rates.pop(), self._diversity.pop(), None
 
 
+class LayoutUsers:
+    """Background users of one source, dropped like the FL devices over the whole layout
+    (``cell.drop``, indoor share) in batches from one stream, each queued at the cell that
+    serves it (its strongest): a cell's users are the people in its service area, and none
+    drawn is thrown away."""
+
+    def __init__(self, system: RadioSystem, rng: np.random.Generator, per_cell: int = 64) -> None:
+        self.system, self.rng = system, rng
+        self.batch = per_cell * system.n_cells
+        self._queues: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(system.n_cells)]
+
+    def take(self, cell: int) -> tuple[np.ndarray, float]:
+        """The next user of ``cell``: its coupling gains to every cell and uplink power."""
+        queue = self._queues[cell]
+        for _ in range(100):
+            if queue:
+                return queue.pop()
+            self._refill()
+        raise ValueError(f"no background user of cell {cell} is served by it")
+
+    def _refill(self) -> None:
+        system = self.system
+        users = drop_users(system, self.batch, self.rng)
+        gains = system.gains(users, self.rng, self.rng, self.rng)
+        power = system.ul_power_db(gains.coupling_loss_db).tolist()
+        # Reversed, so that each queue pops its users in the order they were drawn.
+        for i in range(self.batch - 1, -1, -1):
+            self._queues[int(gains.serving_cell[i])].append((gains.coupling_gain_db[i], power[i]))
+
+
 class CellUsers:
-    """Background users of one cell and direction, drawn in batches, served by the cell.
+    """Background users of one cell and direction (from a :class:`LayoutUsers` pool).
 
     ``next()`` evaluates the user's SINR against what the cells emit when its flow starts;
     users below the lowest rate (no coverage) are skipped: they would never be served.
     """
 
-    def __init__(
-        self,
-        system: RadioSystem,
-        cells: Cells,
-        cell: int,
-        direction: str,
-        rng: np.random.Generator,
-        batch: int = 256,
-    ) -> None:
-        self.system, self.cells, self.cell, self.direction = system, cells, cell, direction
-        self.rng, self.batch = rng, batch
-        self._gains: list[np.ndarray] = []
-        self._power: list[float] = []
-
-    def _refill(self) -> None:
-        system, cell = self.system, self.cell
-        site = int(system.layout.cell_site[cell])
-        for _ in range(100):
-            users = drop_users(system, self.batch, self.rng, site)
-            gains = system.gains(users, self.rng, self.rng, self.rng)
-            mine = gains.serving_cell == cell
-            power = system.ul_power_db(gains.coupling_loss_db)
-            self._gains.extend(gains.coupling_gain_db[mine])
-            self._power.extend(power[mine].tolist())
-            if self._gains:
-                return
-        raise ValueError(f"no background user of cell {cell} is served by it")
+    def __init__(self, pool: LayoutUsers, cells: Cells, cell: int, direction: str) -> None:
+        self.pool, self.cells, self.cell, self.direction = pool, cells, cell, direction
+        self.system = pool.system
 
     def next(self) -> tuple[float, Diversity, RadioLink | None]:
         system, direction = self.system, self.direction
         for _ in range(1000):
-            if not self._gains:
-                self._refill()
-            gain, ul_power = self._gains.pop(), self._power.pop()
+            gain, ul_power = self.pool.take(self.cell)
             power = ul_power if direction == UL else system.dl_power_db
             link = RadioLink(self.cell, direction, gain, power)
             interference = self.cells.link_interference_mw(link)
@@ -242,13 +247,15 @@ def start_sources(
     sources: list[Any] = []
     for index, source in enumerate(scenario.traffic.sources):
         direction = UL if source.direction == "uplink" else DL
+        pool = None
+        if not isinstance(source, ConstantLoadSource):
+            pool = LayoutUsers(system, streams.get(f"traffic.{index}.users"))
         for cell, scheduler in enumerate(cells.schedulers[direction]):
-            if isinstance(source, ConstantLoadSource):
+            if pool is None:
+                assert isinstance(source, ConstantLoadSource)
                 constant_load(scheduler, source.load_fraction)
                 continue
-            users = CellUsers(
-                system, cells, cell, direction, streams.get(f"traffic.{index}.cell{cell}.users")
-            )
+            users = CellUsers(pool, cells, cell, direction)
             if isinstance(source, FullBufferSource):
                 sources.append(
                     FullBuffer(
