@@ -36,15 +36,8 @@ from netfl.config.base import (
     Seconds,
     StrictModel,
 )
-from netfl.config.dist import (
-    Choice,
-    Constant,
-    Distribution,
-    Exponential,
-    LogNormal,
-    TruncNormal,
-    Uniform,
-)
+from netfl.config.devices import JobWork, _positive_support
+from netfl.config.dist import Constant, Distribution, Exponential, LogNormal
 
 KMH = 1 / 3.6
 """One km/h in m/s."""
@@ -86,28 +79,16 @@ _SPEED_EXAMPLES = (
 # --- value checks ---------------------------------------------------------------------------
 
 
-def _lowest(dist: object) -> float:
-    """The lowest value a distribution can draw (-inf when unbounded below)."""
-    if isinstance(dist, Constant):
-        return dist.value
-    if isinstance(dist, Uniform | TruncNormal):
-        return dist.low
-    if isinstance(dist, Choice):
-        return min(dist.values)
-    if isinstance(dist, LogNormal | Exponential):
-        return 0.0
-    return -math.inf
-
-
 def _non_negative(value: object) -> object:
-    if _lowest(value) < 0:
+    if not _positive_support(value, zero_ok=True):
         raise ValueError("a speed cannot be negative: use a distribution with support >= 0")
     return value
 
 
-def _positive_draws(value: object) -> object:
-    # Exponential and lognormal draws are positive although their support reaches 0.
-    if _lowest(value) <= 0 and not isinstance(value, LogNormal | Exponential):
+def _leg_duration(value: object) -> object:
+    if not isinstance(value, JobWork):
+        raise ValueError("must be constant, uniform, exponential, lognormal or choice")
+    if not _positive_support(value):
         raise ValueError("must be positive: use a distribution with support > 0")
     return value
 
@@ -115,9 +96,10 @@ def _positive_draws(value: object) -> object:
 def _waypoint_speed(value: object) -> object:
     """Random waypoint needs E[1/V] finite (Yoon, Liu & Noble 2003): the mean speed of a
     run decays to zero otherwise, and there is no stationary regime to start from."""
-    if isinstance(value, LogNormal):
-        return value
-    if isinstance(value, Exponential) or _lowest(value) <= 0:
+    finite_inverse_mean = isinstance(value, LogNormal) or (
+        not isinstance(value, Exponential) and _positive_support(value)
+    )
+    if not finite_inverse_mean:
         raise ValueError(
             "random waypoint needs speeds bounded away from 0 (E[1/speed] finite, or the"
             " mean speed decays to 0): use constant, uniform with low > 0, choice of"
@@ -127,9 +109,9 @@ def _waypoint_speed(value: object) -> object:
 
 
 def _pause(value: object) -> object:
-    if not isinstance(value, Constant | Uniform | Exponential | LogNormal | Choice):
+    if not isinstance(value, JobWork):
         raise ValueError("must be constant, uniform, exponential, lognormal or choice")
-    if _lowest(value) < 0:
+    if not _positive_support(value, zero_ok=True):
         raise ValueError("a pause cannot be negative")
     return value
 
@@ -206,7 +188,7 @@ class RandomDirectionMobility(StrictModel):
         default=_PEDESTRIAN,
         description="Speed of each leg, m/s, drawn per leg." + _SPEED_EXAMPLES,
     )
-    travel_s: Annotated[Distribution, AfterValidator(_positive_draws)] = Field(
+    travel_s: Annotated[Distribution, AfterValidator(_leg_duration)] = Field(
         default=Exponential(dist="exponential", mean=60.0),
         description="Duration of each leg, s, drawn per leg (positive).",
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netfl.radio.geometry import SITE_RINGS, SQRT3, hexagon_boundary_distance
+from netfl.radio.geometry import SITE_RINGS, SQRT3, hexagon_boundary_distance, inside_hexagon
 
 if TYPE_CHECKING:
     from netfl.radio.layout import Layout
@@ -40,13 +40,20 @@ def nearest_site(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
 
 
 def inside_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
-    """Whether each point lies in the union of the sites' hexagons.
+    """Whether each point lies in the union of the sites' hexagons (boundary included).
 
     The hexagon holding a point is found by rounding its axial coordinates; the layout's
-    sites are the hexagons within ``rings`` of the centre one (points on a shared edge may
-    fall either side)."""
-    q, r = _axial(layout, xy_m)
-    return _hex_distance(q, r) <= SITE_RINGS[layout.n_sites]
+    sites are the hexagons within ``rings`` of the centre one. Points that rounding puts
+    outside (few) are checked against their nearest site's hexagon, with its tolerance
+    for points on an edge."""
+    xy = np.asarray(xy_m, dtype=float).reshape(-1, 2)
+    q, r = _axial(layout, xy)
+    inside = _hex_distance(q, r) <= SITE_RINGS[layout.n_sites]
+    doubt = np.flatnonzero(~inside)
+    if len(doubt):
+        local = xy[doubt] - layout.site_xy_m[nearest_site(layout, xy[doubt])]
+        inside[doubt] = inside_hexagon(local[:, 0], local[:, 1], layout.site_radius_m)
+    return inside
 
 
 def clip_to_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:

@@ -21,6 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+#: Time left in a step that counts as none.
+_EPS_S = 1e-12
+
 
 class Step(NamedTuple):
     """The result of advancing a group: positions after the step and displacement."""
@@ -47,6 +50,46 @@ class Mobility(abc.ABC):
     @abc.abstractmethod
     def advance(self, dt_s: float) -> Step:
         """Move every device by ``dt_s`` seconds (>= 0) and return the new state."""
+
+
+class LegsAndPauses(Mobility):
+    """A model whose devices alternate legs and pauses (random waypoint, random direction).
+
+    Subclasses keep ``moving``, ``pause_left`` and ``speed`` arrays and implement
+    :meth:`_start_legs` (devices whose pause ended) and :meth:`_walk` (devices on a leg,
+    which spend what they can of their ``remaining`` time and may end their leg).
+    """
+
+    moving: np.ndarray
+    pause_left: np.ndarray
+    speed: np.ndarray
+
+    @property
+    def speed_mps(self) -> np.ndarray:
+        return np.where(self.moving, self.speed, 0.0)
+
+    @abc.abstractmethod
+    def _start_legs(self, idx: np.ndarray) -> None:
+        """Start a new leg for the devices ``idx``."""
+
+    @abc.abstractmethod
+    def _walk(self, idx: np.ndarray, remaining: np.ndarray) -> None:
+        """Move the devices ``idx`` along their legs for up to ``remaining[idx]`` s."""
+
+    def _spend(self, dt_s: float) -> None:
+        """Spend ``dt_s`` on every device: pauses, legs, and the legs that start and end
+        within it (one vectorised pass per leg or pause ending inside the step)."""
+        remaining = np.full(self.n_devices, check_dt(dt_s))
+        while True:
+            live = remaining > _EPS_S
+            if not live.any():
+                return
+            self._start_legs(np.flatnonzero(live & ~self.moving & (self.pause_left <= 0)))
+            pausing = np.flatnonzero(live & ~self.moving)
+            use = np.minimum(self.pause_left[pausing], remaining[pausing])
+            self.pause_left[pausing] -= use
+            remaining[pausing] -= use
+            self._walk(np.flatnonzero(live & self.moving), remaining)
 
 
 def check_dt(dt_s: float) -> float:

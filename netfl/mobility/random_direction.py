@@ -25,14 +25,12 @@ import numpy as np
 
 from netfl.config.dist import Distribution
 from netfl.mobility.area import fold_into_cluster, inside_layout
-from netfl.mobility.base import Mobility, Step, check_dt, unit_vectors
+from netfl.mobility.base import LegsAndPauses, Step, unit_vectors
 from netfl.mobility.draws import residual
 from netfl.radio.layout import Layout
 
-_EPS_S = 1e-12
 
-
-class RandomDirectionModel(Mobility):
+class RandomDirectionModel(LegsAndPauses):
     """Random direction over the layout, wrapping around where the layout does."""
 
     def __init__(
@@ -56,25 +54,10 @@ class RandomDirectionModel(Mobility):
         self.leg_left = np.where(paused, 0.0, residual(travel_s, rng, n))
         self.pause_left = np.where(paused, residual(pause_s, rng, n), 0.0)
 
-    @property
-    def speed_mps(self) -> np.ndarray:
-        return np.where(self.moving, self.speed, 0.0)
-
     def advance(self, dt_s: float) -> Step:
-        dt_s = check_dt(dt_s)
-        displacement = np.zeros_like(self.xy_m)
-        remaining = np.full(self.n_devices, dt_s)
-        while True:
-            live = remaining > _EPS_S
-            if not live.any():
-                break
-            self._start_legs(np.flatnonzero(live & ~self.moving & (self.pause_left <= 0)))
-            pausing = np.flatnonzero(live & ~self.moving)
-            use = np.minimum(self.pause_left[pausing], remaining[pausing])
-            self.pause_left[pausing] -= use
-            remaining[pausing] -= use
-            self._walk(np.flatnonzero(live & self.moving), remaining, displacement)
-        return Step(self.xy_m, np.hypot(*displacement.T))
+        self._displacement = np.zeros_like(self.xy_m)
+        self._spend(dt_s)
+        return Step(self.xy_m, np.hypot(*self._displacement.T))
 
     def _start_legs(self, idx: np.ndarray) -> None:
         if not len(idx):
@@ -84,7 +67,7 @@ class RandomDirectionModel(Mobility):
         self.leg_left[idx] = self.travel_dist.sample(self.rng, len(idx))
         self.moving[idx] = True
 
-    def _walk(self, idx: np.ndarray, remaining: np.ndarray, displacement: np.ndarray) -> None:
+    def _walk(self, idx: np.ndarray, remaining: np.ndarray) -> None:
         if not len(idx):
             return
         use = np.minimum(self.leg_left[idx], remaining[idx])
@@ -92,15 +75,15 @@ class RandomDirectionModel(Mobility):
         target = self.xy_m[idx] + step
         if self.layout.wrap_around:
             self.xy_m[idx] = fold_into_cluster(self.layout, target)
-            displacement[idx] += step
+            self._displacement[idx] += step
         else:
             ok = inside_layout(self.layout, target)
             self.xy_m[idx[ok]] = target[ok]
-            displacement[idx[ok]] += step[ok]
+            self._displacement[idx[ok]] += step[ok]
             refused = idx[~ok]
             self.direction[refused] = self.rng.uniform(0.0, 2 * np.pi, len(refused))
         remaining[idx] -= use
         self.leg_left[idx] -= use
-        done = idx[self.leg_left[idx] <= _EPS_S]
+        done = idx[self.leg_left[idx] <= 1e-12]
         self.moving[done] = False
         self.pause_left[done] = self.pause_dist.sample(self.rng, len(done))

@@ -31,13 +31,12 @@ import numpy as np
 
 from netfl.config.dist import Distribution
 from netfl.mobility.area import keep_in_area
-from netfl.mobility.base import Mobility, Step, check_dt
+from netfl.mobility.base import LegsAndPauses, Step
 from netfl.mobility.draws import mean_inverse_speed, residual, speed_biased
 from netfl.radio.layout import Layout, hex_layout
 
 #: Pairs for the Monte Carlo estimate of the mean leg length (0.1% standard error).
 _MEAN_LEG_PAIRS = 200_000
-_EPS_S = 1e-12
 
 
 @functools.lru_cache(maxsize=8)
@@ -89,7 +88,7 @@ def length_biased_legs(
     return np.concatenate(p0s)[:n], np.concatenate(p1s)[:n]
 
 
-class RandomWaypointModel(Mobility):
+class RandomWaypointModel(LegsAndPauses):
     """Random waypoint over the layout, started in its stationary regime (module doc)."""
 
     def __init__(
@@ -121,24 +120,9 @@ class RandomWaypointModel(Mobility):
         self.speed[~paused] = speed_biased(speed_mps, rng, m)
         self.xy_m = keep_in_area(layout, self._xy)
 
-    @property
-    def speed_mps(self) -> np.ndarray:
-        return np.where(self.moving, self.speed, 0.0)
-
     def advance(self, dt_s: float) -> Step:
-        dt_s = check_dt(dt_s)
         before = self._xy.copy()
-        remaining = np.full(self.n_devices, dt_s)
-        while True:
-            live = remaining > _EPS_S
-            if not live.any():
-                break
-            self._start_legs(np.flatnonzero(live & ~self.moving & (self.pause_left <= 0)))
-            pausing = np.flatnonzero(live & ~self.moving)
-            use = np.minimum(self.pause_left[pausing], remaining[pausing])
-            self.pause_left[pausing] -= use
-            remaining[pausing] -= use
-            self._walk(np.flatnonzero(live & self.moving), remaining)
+        self._spend(dt_s)
         self.xy_m = keep_in_area(self.layout, self._xy)
         return Step(self.xy_m, np.hypot(*(self._xy - before).T))
 
