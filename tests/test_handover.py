@@ -1,8 +1,8 @@
 """Handover (Event A3, TTT, L3 filter, interruption) and radio link failure.
 
-RSRP comes from a log-distance law, independent of the engine: 128.1 + 37.6 log10(d / km)
-dB (TR 36.814 Table A.2.1.1-3, the macro path loss at 2 GHz), with the layout's nearest
-images of the sites for wrap-around. The known results:
+RSRP comes from a log-distance path loss with exponent 3.76, independent of the engine (the
+cell boundaries of (a) do not depend on the law, only on its decreasing with distance), with
+the layout's nearest images of the sites for wrap-around. The known results:
 
 (a) fluid flow (Thomas, Gilbert & Mazziotto 1988): devices uniform in the plane with uniform
     directions at speed v cross the boundary of a region of area A and perimeter L at the
@@ -36,7 +36,8 @@ GOOD_SINR = 10.0
 
 
 def pathloss_db(distance_m):
-    return 128.1 + 37.6 * np.log10(np.maximum(distance_m, 1.0) / 1000.0)
+    """Log-distance path loss (dB, up to a constant that cancels in every comparison)."""
+    return 37.6 * np.log10(np.maximum(distance_m, 1.0))
 
 
 def immediate(**extra):
