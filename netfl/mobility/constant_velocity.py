@@ -2,7 +2,8 @@
 
 The road is the line through ``start_m`` along ``heading_deg``; its stretch over the
 layout runs from where the line first enters the sites' hexagons to where it last leaves
-them (:func:`netfl.mobility.area.road_span_m`; a line that misses them is refused). Each
+them (:func:`netfl.mobility.area.road_span_m`; a line that misses them is refused; a road
+that grazes the jagged edge of a cluster may run outside it for a stretch). Each
 vehicle keeps the speed it drew; ``two_way`` sends every second vehicle the other way.
 Positions are ``start + s u`` with ``s`` the distance along the road. At the end of the
 road (``at_edge``):

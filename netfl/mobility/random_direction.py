@@ -14,9 +14,10 @@ Each device walks in a direction drawn uniformly in [0, 2 pi) at a speed drawn f
   again on the next step). Simpler than reflecting on the jagged edge of a cluster, at the
   price of a slightly lower density within one step's distance of the edge.
 
-The run starts stationary: the drop's positions (uniform over the layout's hexagons),
-uniform directions, a share E[P] / (E[P] + E[T]) of devices pausing, and every leg or
-pause caught with its residual time (:func:`netfl.mobility.draws.residual`).
+The run starts from the drop's positions (stationary when the drop covers every site:
+``cell.device_sites: all``; devices dropped in the centre site spread out over time), with
+uniform directions, a share E[P] / (E[P] + E[T]) of devices pausing, and every leg or pause
+caught with its residual time (:func:`netfl.mobility.draws.residual`).
 """
 
 from __future__ import annotations
