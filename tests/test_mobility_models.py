@@ -152,6 +152,13 @@ def test_gauss_markov_speed_has_liang_haas_mean_spread_and_memory():
         assert np.corrcoef(a, b)[0, 1] == pytest.approx(expected, abs=0.03)
 
 
+@pytest.mark.parametrize("layout", [WRAP, PLAIN], ids=["wrap", "plain"])
+def test_gauss_markov_devices_stay_in_the_layout(layout):
+    m = model({"model": "gauss_markov", "mean_speed_mps": 15.0}, layout, n=300)
+    for _ in range(60):
+        assert inside_layout(layout, m.advance(2.0).xy_m).all()
+
+
 def test_gauss_markov_memory_does_not_depend_on_the_step():
     spec = {"model": "gauss_markov", "alpha": 0.5, "alpha_interval_s": 2.0}
     m = model(spec, WRAP, n=10)
