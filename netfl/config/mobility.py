@@ -36,8 +36,14 @@ from netfl.config.base import (
     Seconds,
     StrictModel,
 )
-from netfl.config.devices import JobWork, _positive_support
-from netfl.config.dist import Constant, Distribution, Exponential, LogNormal
+from netfl.config.dist import (
+    Constant,
+    Distribution,
+    Exponential,
+    JobWork,
+    LogNormal,
+    positive_support,
+)
 
 KMH = 1 / 3.6
 """One km/h in m/s."""
@@ -80,7 +86,7 @@ _SPEED_EXAMPLES = (
 
 
 def _non_negative(value: object) -> object:
-    if not _positive_support(value, zero_ok=True):
+    if not positive_support(value, zero_ok=True):
         raise ValueError("a speed cannot be negative: use a distribution with support >= 0")
     return value
 
@@ -88,7 +94,7 @@ def _non_negative(value: object) -> object:
 def _leg_duration(value: object) -> object:
     if not isinstance(value, JobWork):
         raise ValueError("must be constant, uniform, exponential, lognormal or choice")
-    if not _positive_support(value):
+    if not positive_support(value):
         raise ValueError("must be positive: use a distribution with support > 0")
     return value
 
@@ -97,7 +103,7 @@ def _waypoint_speed(value: object) -> object:
     """Random waypoint needs E[1/V] finite (Yoon, Liu & Noble 2003): the mean speed of a
     run decays to zero otherwise, and there is no stationary regime to start from."""
     finite_inverse_mean = isinstance(value, LogNormal) or (
-        not isinstance(value, Exponential) and _positive_support(value)
+        not isinstance(value, Exponential) and positive_support(value)
     )
     if not finite_inverse_mean:
         raise ValueError(
@@ -111,7 +117,7 @@ def _waypoint_speed(value: object) -> object:
 def _pause(value: object) -> object:
     if not isinstance(value, JobWork):
         raise ValueError("must be constant, uniform, exponential, lognormal or choice")
-    if not _positive_support(value, zero_ok=True):
+    if not positive_support(value, zero_ok=True):
         raise ValueError("a pause cannot be negative")
     return value
 

@@ -6,7 +6,7 @@ length-biased legs: a leg of duration T is caught with probability proportional 
 
 - the remaining time of a leg or pause caught in progress is U x L, U ~ U(0, 1) and L
   length-biased (:func:`residual`, the same equilibrium draw as the background queue's,
-  :func:`netfl.fl.background.equilibrium_work`);
+  :func:`netfl.sampling.equilibrium_work`);
 - a random-waypoint leg of length D at speed V lasts D / V, so at a random time the speed
   of a moving device has density f(v) / (v E[1/V]) (Navidi & Camp 2004; Le Boudec
   & Vojnovic 2006): :func:`speed_biased`, with :func:`mean_inverse_speed` the E[1/V].
@@ -19,8 +19,7 @@ import math
 import numpy as np
 
 from netfl.config.dist import Choice, Constant, Distribution, LogNormal, TruncNormal, Uniform
-from netfl.fl.background import equilibrium_work
-from netfl.sampling import draw_checked
+from netfl.sampling import draw_checked, equilibrium_work
 
 
 def draw_speeds(dist: Distribution, rng: np.random.Generator, n: int, key: str) -> np.ndarray:
