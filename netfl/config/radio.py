@@ -274,6 +274,12 @@ class LteRadioConfig(StrictModel):
             " rows for every concurrent transfer at each arrival and departure."
         ),
     )
+    channel_step_m: NonNegativeFloat = Field(
+        default=1.0,
+        description="A moving device's channel (LOS state, shadowing, gains to every cell)"
+        " is re-evaluated once it has moved this far since the last time, m; its position"
+        " advances at every radio update regardless (0: at every update). docs/mobility.md.",
+    )
     handover: HandoverConfig = Field(
         default_factory=HandoverConfig,
         description="Event-A3 handover and radio link failure of moving devices"

@@ -146,6 +146,9 @@ class Motion:
         self.interruption_s = handover.interruption_s
         self.sample_every_s = scenario.output.trajectory_every_s
         self._next_sample_s = 0.0
+        #: A device's channel is re-evaluated once it has moved this far since the last time.
+        self.step_m = scenario.radio.channel_step_m  # type: ignore[union-attr]
+        self.pending_m = np.zeros(len(self.rows))
 
     @property
     def speed_mps(self) -> np.ndarray:
@@ -155,21 +158,28 @@ class Motion:
     def step(self, now_s: float, dt_s: float) -> None:
         """Advance every moving device by ``dt_s`` to ``now_s`` (module doc)."""
         move = self.population.advance(dt_s)
-        rows = self.rows
         self.xy_m = move.xy_m
-        moved = move.moved_m[rows]
-        if np.any(moved > 0):
-            self._follow(moved)
+        self.pending_m += move.moved_m[self.rows]
+        due = np.flatnonzero(self.pending_m >= self.step_m)
+        if len(due):
+            self._follow(due)
         self._hand_over(now_s, dt_s)
         if self.sample_every_s is not None and now_s >= self._next_sample_s:
             self._sample(now_s)
             self._next_sample_s = now_s + self.sample_every_s
 
-    def _follow(self, moved: np.ndarray) -> None:
-        """The moved devices' LOS states, shadowing and coupling gains at their new places."""
-        system, env, rows = self.system, self.system.environment, self.rows
-        geometry = site_geometry(system.layout, self.xy_m[rows], self._heights, env)
-        los = self.los_state.advance(moved, geometry.p_los)
+    def _follow(self, due: np.ndarray) -> None:
+        """The LOS states, shadowing and coupling gains of the moving devices ``due`` (their
+        indices among the moving ones) at their new places."""
+        system, env = self.system, self.system.environment
+        rows = self.rows[due]
+        moved = np.zeros(len(self.rows))
+        moved[due] = self.pending_m[due]
+        self.pending_m[due] = 0.0
+        heights = _subset(self._heights, due)
+        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env)
+        self.p_los[due] = geometry.p_los
+        los = self.los_state.advance(moved, self.p_los)
         flipped = los != self.los
         if flipped.any():
             self.shadowing.redraw(
@@ -178,11 +188,11 @@ class Motion:
                 decorrelation_distance_m(self._kind, los, self._heights.indoor),
             )
         self.los = los
-        shadow = self.shadowing.advance(moved)
+        shadow = self.shadowing.advance(moved)[due]
         if not env.shadowing:
             shadow = np.zeros_like(shadow)
         coupling, _ = coupling_gains(
-            system.layout, geometry, self._heights, env, los, shadow, self.o2i_db
+            system.layout, geometry, heights, env, los[due], shadow, self.o2i_db[due]
         )
         devices = self.network.devices
         devices.gain_db[rows] = coupling
