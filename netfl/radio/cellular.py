@@ -181,10 +181,15 @@ class CellularNetwork:
     def _diversity_of(self, direction: str, client: int, sinr: float, alone: bool) -> Any:
         if not alone:
             return self.system.diversity(direction, sinr)
+        # Cached only where there is a gain: a cache of Nones (equal sharing, no fading)
+        # grew by the devices ever served, a dict the cyclic GC walked at every collection.
         key = (direction, client)
-        if key not in self._diversity:
-            self._diversity[key] = self.system.diversity(direction, sinr)
-        return self._diversity[key]
+        gain = self._diversity.get(key)
+        if gain is None:
+            gain = self.system.diversity(direction, sinr)
+            if gain is not None:
+                self._diversity[key] = gain
+        return gain
 
     def _slot_wait(self, direction: str, flow: Flow) -> Generator[simpy.Event, Any, None]:
         """TDD: wait for the direction's slots (:mod:`netfl.radio.air`); none in FDD/LTE."""
