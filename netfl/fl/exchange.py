@@ -33,6 +33,10 @@ from netfl.fl.energy import EnergyMeter
 from netfl.radio.network import LinkLost, Network, Transfer
 from netfl.trace.timeline import Timeline
 
+#: A transfer as steps of the caller's process: ``(client, bits)`` -> a generator that
+#: returns the :class:`Transfer`.
+StepsOf = Callable[[int, float], Generator[simpy.Event, Any, Transfer]]
+
 #: Interrupt cause -> (the client's status, the timeline kind that logs its leaving).
 LEAVE = {
     "drop": ("dropped", "drop"),
@@ -148,6 +152,13 @@ class Parts:
     devices: Devices
     timeline: Timeline
     energy: EnergyMeter
+
+    def __post_init__(self) -> None:
+        #: The network's transfers as steps of the client's own process, where it offers
+        #: them (``upload_steps``/``download_steps``: no process and two SimPy events fewer
+        #: a transfer); None: a process a transfer.
+        self.upload_steps: StepsOf | None = getattr(self.network, "upload_steps", None)
+        self.download_steps: StepsOf | None = getattr(self.network, "download_steps", None)
 
 
 class Exchange:
@@ -298,6 +309,8 @@ class Exchange:
         self._log("download_start", c, bits=bits)
         if mode == "instant":
             transfer = Transfer(c, bits, env.now, env.now)
+        elif self._multicast is None and self.parts.download_steps is not None:
+            transfer = yield from self.parts.download_steps(c, bits)  # no process of its own
         else:
             multicast = self._multicast
             step = multicast if multicast is not None else self.parts.network.download(env, c, bits)
@@ -342,8 +355,11 @@ class Exchange:
         out.upload_start_s = env.now
         self._log("upload_start", c, bits=bits)
         phase.busy, phase.since_s = "transmit", env.now
-        step = phase.step = self.parts.network.upload(env, c, bits)
-        transfer = yield step
+        if self.parts.upload_steps is not None:
+            transfer = yield from self.parts.upload_steps(c, bits)  # no process of its own
+        else:
+            step = phase.step = self.parts.network.upload(env, c, bits)
+            transfer = yield step
         phase.busy, phase.step = None, None
         assert transfer is not None
         self.parts.energy.transmit(c, transfer.duration_s)

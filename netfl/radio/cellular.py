@@ -207,12 +207,23 @@ class CellularNetwork:
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         try:
-            start, cell = yield from self._leg(UL, client, bits)
-            for link in self.backhaul[int(self.cell_site[cell])]:
-                yield from link.carry(bits)
+            return (yield from self.upload_steps(client, bits))
         except simpy.Interrupt:
             return None  # the leg in progress released its share
+
+    def upload_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
+        """:meth:`upload` as steps of the caller's own process (``yield from``): no
+        process of its own, two SimPy events fewer a transfer. Interrupting the caller
+        cancels the transfer (the leg in progress releases its share) and reaches it."""
+        start, cell = yield from self._leg(UL, client, bits)
+        for link in self.backhaul[int(self.cell_site[cell])]:
+            yield from link.carry(bits)
         return Transfer(client, bits, start, self.env.now)
+
+    def download_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
+        """:meth:`download` as steps of the caller's own process (see :meth:`upload_steps`)."""
+        cell = int(self.devices.serving[client])
+        return (yield from self._cell_download(cell, [client], bits, False))[client]
 
     # -- the radio leg, through handovers -----------------------------------------------
 
