@@ -273,9 +273,8 @@ def _run(
     full: OSError | None = None  # the disk filled up during the run
     wall_start = time.perf_counter()
     try:
-        # Run until the server is done: background traffic never runs out of events.
         with _blas_threads(world.scenario):
-            world.env.run(until=world.env.process(world.server.run()))
+            world.run()
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
