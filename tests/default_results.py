@@ -72,7 +72,7 @@ def _busy_lte() -> dict[str, Any]:
         availability={"kind": "markov", "mean_on_s": 30, "mean_off_s": 10},
         background={"arrival_rate_hz": 0.1, "job_work_s": {"dist": "exponential", "mean": 2.0}},
     )
-    data["fl"].update(rounds=5, deadline_s=20.0, protocol="fedcs")
+    data["fl"].update(rounds=5, deadline_s=2.5, protocol="fedcs")
     data["learning"].update(momentum=0.5, backend="sequential")
     return data
 
@@ -94,7 +94,7 @@ def _hierarchical() -> dict[str, Any]:
 def _timing_only() -> dict[str, Any]:
     data = _tiny()
     data["learning"] = "none"
-    data["fl"].update(rounds=6, model_size_bits=1e6, deadline_s=4.0)
+    data["fl"].update(rounds=6, model_size_bits=1e6, deadline_s=2.0)
     return data
 
 
