@@ -184,6 +184,15 @@ class LearningConfig(StrictModel):
         default=0.0, lt=1.0, description="SGD momentum of local training (torch.optim.SGD)."
     )
     weight_decay: NonNegativeFloat = Field(default=0.0, description="SGD weight decay (L2).")
+    prox_mu: NonNegativeFloat = Field(
+        default=0.0,
+        description=(
+            "FedProx's proximal term (Li et al., MLSys 2020, eq. (2)): each client minimises"
+            " F_k(w) + (mu / 2) ||w - w_t||^2 from the global model w_t, so each local step's"
+            " gradient gains mu (w - w_t); 0: plain local SGD (FedAvg). The paper uses"
+            " mu = 1 on Synthetic(1,1)."
+        ),
+    )
     eval_every_rounds: PositiveInt | None = Field(
         default=1, description="Evaluate the global model every N rounds (null: not by rounds)."
     )
@@ -281,7 +290,9 @@ class LearningConfig(StrictModel):
 def learning_problems(scenario: Scenario) -> list[Problem]:
     """Constraints between ``learning`` and other sections (called by ``cross_checks``)."""
     learning = scenario.learning
-    if learning is None or learning.partition.kind not in SIZE_SETTING_KINDS:
+    if learning is None:
+        return _without_learning(scenario)
+    if learning.partition.kind not in SIZE_SETTING_KINDS:
         return []
     return [
         Problem(
@@ -292,3 +303,24 @@ def learning_problems(scenario: Scenario) -> list[Problem]:
         for index, group in enumerate(scenario.devices.groups)
         if group.n_samples is not None
     ]
+
+
+def _without_learning(scenario: Scenario) -> list[Problem]:
+    """``learning: none`` has no local steps to cut short and no models to aggregate."""
+    problems = []
+    if scenario.fl.partial_work:
+        problems.append(
+            Problem(
+                "fl.partial_work",
+                "partial work counts local SGD steps, and learning is none; set learning",
+            )
+        )
+    if scenario.fl.aggregation.name != "fedavg":
+        problems.append(
+            Problem(
+                "fl.aggregation.name",
+                f"'{scenario.fl.aggregation.name}' aggregates models, and learning is none;"
+                " set learning or use fedavg",
+            )
+        )
+    return problems

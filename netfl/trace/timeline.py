@@ -39,7 +39,8 @@ KINDS: dict[str, str] = {
     "cold_start_start": "a device not selected in the previous round starts preparing its data",
     "cold_start_end": "data preparation (cold start) ends (duration_s)",
     "compute_start": "local update gets the device's CPU (after any queue wait)",
-    "compute_end": "local update ends on a client (duration_s: compute time)",
+    "compute_end": "local update ends on a client (duration_s: compute time; under"
+    " fl.partial_work steps_planned and steps_done, the local SGD steps asked and done)",
     "upload_start": "model upload from a client begins (after any wait for its turn)",
     "upload_end": "model upload from a client completes (arrived at the server)",
     "deadline_miss": "a client's upload did not arrive before the round deadline (or T_final)",
@@ -72,14 +73,19 @@ KINDS: dict[str, str] = {
 
 VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
 
-#: Columns only some runs have (RB allocations of the LTE model): appended after the value
-#: columns when any event sets them, null in the other rows.
+#: Columns only some runs have, appended after the value columns when any event sets them,
+#: null in the other rows: RB allocations of the LTE model (``RB_COLUMNS``), and the local
+#: SGD steps asked and done on ``compute_end`` under ``fl.partial_work`` (``STEP_COLUMNS``).
 OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb": pa.float64(),
     "n_rb_total": pa.float64(),
     "flow": pa.int64(),
     "direction": pa.string(),
+    "steps_planned": pa.int32(),
+    "steps_done": pa.int32(),
 }
+RB_COLUMNS = ("n_rb", "n_rb_total", "flow", "direction")
+STEP_COLUMNS = ("steps_planned", "steps_done")
 
 SCHEMA = pa.schema(
     [
