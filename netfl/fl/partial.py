@@ -9,7 +9,8 @@ deadline, or T_final; under fedasync and fedbuff its own deadline from its downl
    client expects its upload to take U: the upload time it measured the last time it
    uploaded (what it reports in the resource request), or the model size over its
    nominal uplink rate this round if it never uploaded.
-2. It trains until its local update is done or until L - U, whichever comes first; the
+2. It trains until its local update is done or until L - U (less a nanosecond, so that
+   rounding cannot put an upload of exactly U after L), whichever comes first; the
    device computes at its capacity, beside its background jobs, as for a full update.
    At L - U it keeps the whole SGD steps done (the step in progress is abandoned) and
    uploads them at once: a partial update of ``steps_done`` < ``steps_planned`` steps.
@@ -39,6 +40,12 @@ from netfl.fl.device import Devices, JobTiming
 _SLACK = 1e-9
 
 
+def stop_time_s(limit_s: float, upload_s: float) -> float:
+    """L - U, less a nanosecond (and a trillionth of L): an upload that takes exactly U
+    must end at L or before, and (L - U) + U rounds to a hair after L about half the time."""
+    return limit_s - upload_s - 1e-9 - 1e-12 * abs(limit_s)
+
+
 @dataclass(frozen=True)
 class PartialWork:
     """The rule above for one run.
@@ -66,7 +73,9 @@ class PartialWork:
     ) -> tuple[JobTiming, int, int]:
         """The client's compute job, stopped at L - U: (timing, steps planned, steps done)."""
         planned = int(self.planned_steps[client])
-        stop_s = math.inf if limit_s is None else limit_s - self.expected_upload_s(client)
+        stop_s = (
+            math.inf if limit_s is None else stop_time_s(limit_s, self.expected_upload_s(client))
+        )
         timing = devices.run_job_until(client, work_samples, stop_s)
         done = planned
         if timing.done_fraction < 1.0:

@@ -29,13 +29,15 @@ Defaults: beta1 = 0.9, beta2 = 0.99, eta = 0.01 and tau = 1e-3, Flower's FedYogi
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import torch
+from typing import TYPE_CHECKING
 
 from netfl.learning.aggregation.base import ClientUpdates, State, Step, moved
 
+if TYPE_CHECKING:
+    import torch
+
 #: v_(t-1), Delta_t^2 -> v_t
-SecondMoment = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+SecondMoment = Callable[["torch.Tensor", "torch.Tensor"], "torch.Tensor"]
 
 
 def adaptive_step(
@@ -48,6 +50,8 @@ def adaptive_step(
     tau: float,
 ) -> Step:
     """One server step of Alg. 2 with the rule's ``second_moment``."""
+    import torch
+
     delta = updates.mean_update()
     m_prev, v_prev = state.get("m", {}), state.get("v", {})
     m, v, step = {}, {}, {}

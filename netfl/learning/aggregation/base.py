@@ -22,14 +22,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import torch
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
-Parameters = dict[str, torch.Tensor]
+if TYPE_CHECKING:  # torch is imported where a rule runs, not where its parameters are checked
+    import torch
+
+Parameters = dict[str, "torch.Tensor"]
 #: A rule's state: named groups (``"m"``, ``"v"``, ...) of per-parameter tensors.
-State = dict[str, dict[str, torch.Tensor]]
+State = dict[str, dict[str, "torch.Tensor"]]
 Step = tuple[Parameters, State]
 
 #: The server learning rate eta (> 0).
@@ -66,6 +68,8 @@ class ClientUpdates:
 
     def shares(self) -> torch.Tensor:
         """p_k = n_k / sum_j n_j (float64)."""
+        import torch
+
         weights = self.weights.to(torch.float64)
         if torch.any(weights < 0) or weights.sum() <= 0:
             raise ValueError("aggregation weights must be non-negative with a positive sum")
@@ -73,10 +77,14 @@ class ClientUpdates:
 
     def deltas(self, name: str) -> torch.Tensor:
         """Delta_k = w_k - w_t of one tensor, shape (K, ...), float64."""
+        import torch
+
         return self.stacked[name].to(torch.float64) - self.current[name].to(torch.float64)
 
     def mean_update(self, coefficients: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """sum_k c_k Delta_k per tensor (float64); c = p by default (FedAvg's Delta_t)."""
+        import torch
+
         c = self.shares() if coefficients is None else coefficients.to(torch.float64)
         out = {}
         for name in self.current:
@@ -89,6 +97,8 @@ class ClientUpdates:
 
 def moved(current: Mapping[str, torch.Tensor], step: Mapping[str, torch.Tensor]) -> Parameters:
     """w_t + step, each tensor back in w_t's dtype."""
+    import torch
+
     return {
         name: (tensor.to(torch.float64) + step[name]).to(tensor.dtype)
         for name, tensor in current.items()

@@ -4,7 +4,7 @@ step, the initial state and where netfl differs from Flower's ``FedAdagrad``).""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from netfl.learning.aggregation.adaptive import adaptive_step
 from netfl.learning.aggregation.base import (
@@ -17,6 +17,9 @@ from netfl.learning.aggregation.base import (
     Step,
     aggregation_rule,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 def adagrad_moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ netfl differs from Flower's ``FedAdam``)."""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from netfl.learning.aggregation.adaptive import adaptive_step
 from netfl.learning.aggregation.base import (
@@ -18,6 +18,9 @@ from netfl.learning.aggregation.base import (
     Step,
     aggregation_rule,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 @aggregation_rule(protocols=SYNCHRONOUS | {"fedasync", "fedbuff"})

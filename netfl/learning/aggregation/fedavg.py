@@ -7,10 +7,12 @@ protocol builds on; :func:`federated_averaging` is the registered rule ``fedavg`
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import torch
+from typing import TYPE_CHECKING
 
 from netfl.learning.aggregation.base import ClientUpdates, State, Step, aggregation_rule
+
+if TYPE_CHECKING:
+    import torch
 
 
 def fedavg(
@@ -31,6 +33,8 @@ def fedavg(
     The averaged state, or None when every weight is zero (keep the old global model).
     Integer tensors (e.g. batch-norm step counters) take the weighted mean rounded down.
     """
+    import torch
+
     weights = weights.to(torch.float64)
     if torch.any(weights < 0):
         raise ValueError("FedAvg weights must be non-negative")

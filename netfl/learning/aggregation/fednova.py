@@ -22,8 +22,6 @@ FedNova strategy.
 
 from __future__ import annotations
 
-import torch
-
 from netfl.learning.aggregation.base import (
     SYNCHRONOUS,
     ClientUpdates,
@@ -39,6 +37,8 @@ def fednova(updates: ClientUpdates, state: State) -> Step:
     """w_(t+1) = w_t + tau_eff sum_k p_k Delta_k / ||a_k||_1, tau_eff = sum_k p_k ||a_k||_1
     (Wang et al. 2020, Sec. 4). Stateless. Under hierarchical, each edge aggregates its
     cell's clients this way (the cloud averages the edge models as HierFAVG does)."""
+    import torch
+
     if updates.norms is None:
         raise ValueError("FedNova needs each client's ||a_k||_1 (norms)")
     p = updates.shares()

@@ -5,7 +5,7 @@ for m_t, the step, the initial state and where netfl differs from Flower's ``Fed
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from netfl.learning.aggregation.adaptive import adaptive_step
 from netfl.learning.aggregation.base import (
@@ -18,6 +18,9 @@ from netfl.learning.aggregation.base import (
     Step,
     aggregation_rule,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 @aggregation_rule(protocols=SYNCHRONOUS | {"fedasync", "fedbuff"})
@@ -45,6 +48,8 @@ def fedyogi(
     tau
         Adaptivity tau (> 0): the smaller, the more adaptive; v starts at tau^2.
     """
+
+    import torch
 
     def moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:
         return v - (1 - beta2) * squared * torch.sign(v - squared)
