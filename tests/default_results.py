@@ -31,31 +31,10 @@ import yaml
 
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
+from tests.conftest import TINY
 
 HERE = Path(__file__).resolve().parent
 DIGESTS = HERE / "data" / "default_results.json"
-
-TINY: dict[str, Any] = {
-    "name": "tiny",
-    "seed": 3,
-    "radio": {
-        "model": "fixed",
-        "rate_ul_bps": {"dist": "uniform", "low": 1.0e6, "high": 2.0e6},
-        "rate_dl_bps": 1.0e7,
-    },
-    "devices": {
-        "groups": [
-            {
-                "name": "a",
-                "count": 6,
-                "compute_sps": {"dist": "uniform", "low": 20, "high": 60},
-                "n_samples": {"dist": "uniform", "low": 30, "high": 60},
-            }
-        ]
-    },
-    "fl": {"rounds": 3, "clients_per_round": 3},
-    "learning": {"dataset": "digits", "model": "digits_mlp", "local_epochs": 1},
-}
 
 
 def _tiny() -> dict[str, Any]:

@@ -283,3 +283,12 @@ def test_the_report_shows_the_local_work(tmp_path):
     assert "Local work (fl.partial_work)" in page and "partial updates aggregated" in page
     table = pd.read_csv(run / "report" / "local_work.csv")
     assert table["steps_done"].tolist() == [6, 7, 6, 7]
+
+
+@pytest.mark.parametrize(
+    ("sweep", "runs"),
+    [("examples/fedprox_synthetic_sweep.yaml", 18), ("examples/partial_work_lte_sweep.yaml", 32)],
+)
+def test_the_reproduction_sweeps_plan(sweep, runs, capsys):
+    assert main(["sweep", sweep, "--dry-run"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == runs

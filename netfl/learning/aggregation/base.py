@@ -34,14 +34,27 @@ Parameters = dict[str, "torch.Tensor"]
 State = dict[str, dict[str, "torch.Tensor"]]
 Step = tuple[Parameters, State]
 
-#: The server learning rate eta (> 0).
-ServerLR = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-#: A decay or momentum factor in [0, 1).
-Decay = Annotated[float, Field(ge=0, lt=1)]
-#: The adaptivity tau of Reddi et al. (> 0).
-Adaptivity = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: The rules' parameters, with their bounds and meanings (what `netfl show` prints).
+ServerLR = Annotated[
+    float, Field(gt=0, allow_inf_nan=False, description="Server learning rate eta (> 0).")
+]
+Momentum = Annotated[float, Field(ge=0, lt=1, description="Server momentum beta in [0, 1).")]
+Beta1 = Annotated[
+    float, Field(ge=0, lt=1, description="First-moment decay (momentum) beta_1 in [0, 1).")
+]
+Beta2 = Annotated[float, Field(ge=0, lt=1, description="Second-moment decay beta_2 in [0, 1).")]
+Adaptivity = Annotated[
+    float,
+    Field(
+        gt=0,
+        allow_inf_nan=False,
+        description="Adaptivity tau (> 0): the smaller, the more adaptive; v starts at tau^2.",
+    ),
+]
 
 SYNCHRONOUS = frozenset({"fedavg", "fedcs"})
+#: Where a server optimizer runs: wherever one server makes every global version.
+SERVER_OPTIMIZERS = SYNCHRONOUS | {"fedasync", "fedbuff"}
 
 
 @dataclass(frozen=True)

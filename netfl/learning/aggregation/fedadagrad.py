@@ -6,17 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from netfl.learning.aggregation import base
 from netfl.learning.aggregation.adaptive import adaptive_step
-from netfl.learning.aggregation.base import (
-    SYNCHRONOUS,
-    Adaptivity,
-    ClientUpdates,
-    Decay,
-    ServerLR,
-    State,
-    Step,
-    aggregation_rule,
-)
+from netfl.learning.aggregation.base import ClientUpdates, State, Step
 
 if TYPE_CHECKING:
     import torch
@@ -27,25 +19,16 @@ def adagrad_moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:
     return v + squared
 
 
-@aggregation_rule(protocols=SYNCHRONOUS | {"fedasync", "fedbuff"})
+@base.aggregation_rule(protocols=base.SERVER_OPTIMIZERS)
 def fedadagrad(
     updates: ClientUpdates,
     state: State,
     *,
-    eta: ServerLR = 0.01,
-    beta1: Decay = 0.9,
-    tau: Adaptivity = 1e-3,
+    eta: base.ServerLR = 0.01,
+    beta1: base.Beta1 = 0.9,
+    tau: base.Adaptivity = 1e-3,
 ) -> Step:
     """Adagrad on the server: m_t = beta1 m_(t-1) + (1 - beta1) Delta_t,
-    v_t = v_(t-1) + Delta_t^2, w_(t+1) = w_t + eta m_t / (sqrt(v_t) + tau).
-
-    Parameters
-    ----------
-    eta
-        Server learning rate eta (> 0).
-    beta1
-        Momentum beta_1 in [0, 1) (Flower's FedAdagrad: 0).
-    tau
-        Adaptivity tau (> 0): the smaller, the more adaptive; v starts at tau^2.
-    """
+    v_t = v_(t-1) + Delta_t^2, w_(t+1) = w_t + eta m_t / (sqrt(v_t) + tau) (beta1 = 0 is
+    Flower's FedAdagrad)."""
     return adaptive_step(updates, state, adagrad_moment, eta=eta, beta1=beta1, tau=tau)

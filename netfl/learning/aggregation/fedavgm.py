@@ -13,31 +13,16 @@ momentum is 0 (plain FedAvg); netfl's is 0.9, so that naming the rule turns mome
 
 from __future__ import annotations
 
-from netfl.learning.aggregation.base import (
-    SYNCHRONOUS,
-    ClientUpdates,
-    Decay,
-    ServerLR,
-    State,
-    Step,
-    aggregation_rule,
-    moved,
-)
+from netfl.learning.aggregation import base
+from netfl.learning.aggregation.base import ClientUpdates, State, Step
 
 
-@aggregation_rule(protocols=SYNCHRONOUS | {"fedasync", "fedbuff"})
+@base.aggregation_rule(protocols=base.SERVER_OPTIMIZERS)
 def fedavgm(
-    updates: ClientUpdates, state: State, *, eta: ServerLR = 1.0, beta: Decay = 0.9
+    updates: ClientUpdates, state: State, *, eta: base.ServerLR = 1.0, beta: base.Momentum = 0.9
 ) -> Step:
-    """Server momentum (Hsu et al. 2019): v_t = beta v_(t-1) + Delta_t; w_(t+1) = w_t + eta v_t.
-
-    Parameters
-    ----------
-    eta
-        Server learning rate eta (> 0); 1 with beta = 0 is FedAvg.
-    beta
-        Server momentum beta in [0, 1).
-    """
+    """Server momentum (Hsu et al. 2019): v_t = beta v_(t-1) + Delta_t; w_(t+1) = w_t + eta v_t
+    (eta = 1 with beta = 0 is FedAvg)."""
     delta = updates.mean_update()
     previous = state.get("v", {})
     velocity = {
@@ -45,4 +30,4 @@ def fedavgm(
         for name, d in delta.items()
     }
     step = {name: eta * v for name, v in velocity.items()}
-    return moved(updates.current, step), {"v": velocity}
+    return base.moved(updates.current, step), {"v": velocity}

@@ -22,17 +22,11 @@ FedNova strategy.
 
 from __future__ import annotations
 
-from netfl.learning.aggregation.base import (
-    SYNCHRONOUS,
-    ClientUpdates,
-    State,
-    Step,
-    aggregation_rule,
-    moved,
-)
+from netfl.learning.aggregation import base
+from netfl.learning.aggregation.base import ClientUpdates, State, Step
 
 
-@aggregation_rule(protocols=SYNCHRONOUS | {"hierarchical"}, needs_norms=True)
+@base.aggregation_rule(protocols=base.SYNCHRONOUS | {"hierarchical"}, needs_norms=True)
 def fednova(updates: ClientUpdates, state: State) -> Step:
     """w_(t+1) = w_t + tau_eff sum_k p_k Delta_k / ||a_k||_1, tau_eff = sum_k p_k ||a_k||_1
     (Wang et al. 2020, Sec. 4). Stateless. Under hierarchical, each edge aggregates its
@@ -48,4 +42,4 @@ def fednova(updates: ClientUpdates, state: State) -> Step:
         raise ValueError("FedNova: an aggregated client took no local step (||a_k||_1 = 0)")
     tau_eff = (p * norms).sum()
     scale = torch.where(used, tau_eff * p / torch.where(used, norms, 1.0), 0.0)
-    return moved(updates.current, updates.mean_update(scale)), state
+    return base.moved(updates.current, updates.mean_update(scale)), state

@@ -7,51 +7,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from netfl.learning.aggregation import base
 from netfl.learning.aggregation.adaptive import adaptive_step
-from netfl.learning.aggregation.base import (
-    SYNCHRONOUS,
-    Adaptivity,
-    ClientUpdates,
-    Decay,
-    ServerLR,
-    State,
-    Step,
-    aggregation_rule,
-)
+from netfl.learning.aggregation.base import ClientUpdates, State, Step
 
 if TYPE_CHECKING:
     import torch
 
 
-@aggregation_rule(protocols=SYNCHRONOUS | {"fedasync", "fedbuff"})
+@base.aggregation_rule(protocols=base.SERVER_OPTIMIZERS)
 def fedyogi(
     updates: ClientUpdates,
     state: State,
     *,
-    eta: ServerLR = 0.01,
-    beta1: Decay = 0.9,
-    beta2: Decay = 0.99,
-    tau: Adaptivity = 1e-3,
+    eta: base.ServerLR = 0.01,
+    beta1: base.Beta1 = 0.9,
+    beta2: base.Beta2 = 0.99,
+    tau: base.Adaptivity = 1e-3,
 ) -> Step:
     """Yogi on the server: m_t = beta1 m_(t-1) + (1 - beta1) Delta_t,
     v_t = v_(t-1) - (1 - beta2) Delta_t^2 sign(v_(t-1) - Delta_t^2),
-    w_(t+1) = w_t + eta m_t / (sqrt(v_t) + tau).
-
-    Parameters
-    ----------
-    eta
-        Server learning rate eta (> 0).
-    beta1
-        First-moment decay beta_1 in [0, 1).
-    beta2
-        Second-moment decay beta_2 in [0, 1).
-    tau
-        Adaptivity tau (> 0): the smaller, the more adaptive; v starts at tau^2.
-    """
-
+    w_(t+1) = w_t + eta m_t / (sqrt(v_t) + tau)."""
     import torch
 
-    def moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:
+    def yogi_moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:
         return v - (1 - beta2) * squared * torch.sign(v - squared)
 
-    return adaptive_step(updates, state, moment, eta=eta, beta1=beta1, tau=tau)
+    return adaptive_step(updates, state, yogi_moment, eta=eta, beta1=beta1, tau=tau)
