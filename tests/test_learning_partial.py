@@ -82,7 +82,7 @@ def test_the_proximal_gradient_is_mu_times_the_distance_to_the_global_model():
         model.weight.add_(1.0)
     model.weight.grad = torch.zeros_like(model.weight)
     model.bias.grad = torch.zeros_like(model.bias)
-    proximal_gradient(model, anchor, mu=0.5)
+    proximal_gradient([(model.weight, anchor["weight"]), (model.bias, anchor["bias"])], mu=0.5)
     assert torch.allclose(model.weight.grad, torch.full((2, 3), 0.5))
     assert torch.equal(model.bias.grad, torch.zeros(2))
 

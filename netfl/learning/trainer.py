@@ -204,7 +204,8 @@ class SequentialTrainer:
         model = self.model
         model.train()
         plans = client_plans(client_indices, seeds, sgd, steps)
-        anchor = {name: global_state[name].to(self.device) for name, _ in model.named_parameters()}
+        # (w, w_t) for every parameter, once rather than a module walk per step
+        anchored = [(p, global_state[name].to(self.device)) for name, p in model.named_parameters()]
         for indices, batches in zip(client_indices, plans, strict=True):
             model.load_state_dict(global_state)
             optimizer = torch.optim.SGD(
@@ -221,7 +222,7 @@ class SequentialTrainer:
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()
                 if sgd.prox_mu:
-                    proximal_gradient(model, anchor, sgd.prox_mu)
+                    proximal_gradient(anchored, sgd.prox_mu)
                 optimizer.step()
                 losses.append(loss.detach())
             states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
@@ -233,9 +234,10 @@ class SequentialTrainer:
 
 
 @torch.no_grad()
-def proximal_gradient(model: nn.Module, anchor: Mapping[str, torch.Tensor], mu: float) -> None:
-    """Add FedProx's mu (w - w_t) to every parameter's gradient (Li et al. 2020, eq. (2);
-    the official code's PerturbedGradientDescent steps by lr (g + mu (w - w_t)))."""
-    for name, param in model.named_parameters():
+def proximal_gradient(anchored: Sequence[tuple[torch.Tensor, torch.Tensor]], mu: float) -> None:
+    """Add FedProx's mu (w - w_t) to each parameter's gradient, for (w, w_t) pairs (Li et
+    al. 2020, eq. (2); the official code's PerturbedGradientDescent steps by
+    lr (g + mu (w - w_t)))."""
+    for param, anchor in anchored:
         if param.grad is not None:
-            param.grad.add_(param - anchor[name], alpha=mu)
+            param.grad.add_(param - anchor, alpha=mu)
