@@ -10,9 +10,12 @@
   over the run's wall seconds, for each rule; and the whole run's wall time against
   FedAvg's, paired.
 
-Run on one core, e.g. ``OMP_NUM_THREADS=1 taskset -c 0 python -m
-benchmarks.learning_rules_bench partial --repeats 5``; prints Markdown tables (the numbers
-in ``docs/benchmarks.md`` come from it).
+Two settings (``--setting``): ``lte``, compare_selection's loaded cell with a 20 s
+deadline (the late clients are mostly late on the radio), and ``stragglers``, the
+quickstart's phones with a 6 s deadline (compute stragglers). Run on one core, e.g.
+``OMP_NUM_THREADS=1 taskset -c 0 python -m benchmarks.learning_rules_bench partial
+--setting stragglers --repeats 5``; prints Markdown tables (the numbers in
+``docs/benchmarks.md`` come from it).
 """
 
 from __future__ import annotations
@@ -35,29 +38,38 @@ from netfl.simulation import simulate
 RULES = ("fedavg", "fednova", "fedavgm", "fedadagrad", "fedadam", "fedyogi")
 
 
-def scenario(rounds: int, **sets: Any) -> Any:
-    """compare_selection, random selection, a 20 s deadline, a fixed number of rounds."""
+#: The settings measured: compare_selection's loaded LTE cell with a 20 s deadline (most
+#: late clients are late on the radio), and the quickstart's compute-heterogeneous phones
+#: with a 6 s deadline (a fifth of the selected clients are compute stragglers).
+SETTINGS = {
+    "lte": ("compare_selection", ["fl.deadline_s=20", "selection={name: random}"]),
+    "stragglers": ("quickstart", ["fl.deadline_s=6"]),
+}
+
+
+def scenario(rounds: int, setting: str = "lte", **sets: Any) -> Any:
+    """The setting's scenario with a fixed number of rounds."""
+    name, base = SETTINGS[setting]
     overrides = [
         f"fl.rounds={rounds}",
         "fl.time_budget_s=null",
-        "fl.deadline_s=20",
-        "selection={name: random}",
+        *base,
         *(f"{key}={value}" for key, value in sets.items()),
     ]
-    return load_scenario("compare_selection", overrides)
+    return load_scenario(name, overrides)
 
 
 @contextmanager
-def timed(cls: type, name: str, spent: list[float]) -> Iterator[None]:
-    """Add the seconds spent in ``cls.name`` to ``spent``."""
+def timed(cls: type, name: str, spent: list[tuple[float, float]]) -> Iterator[None]:
+    """Add the (wall, CPU) seconds spent in ``cls.name`` to ``spent``."""
     original: Callable[..., Any] = getattr(cls, name)
 
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return original(self, *args, **kwargs)
         finally:
-            spent.append(time.perf_counter() - start)
+            spent.append((time.perf_counter() - start, time.process_time() - cpu))
 
     setattr(cls, name, wrapper)
     try:
@@ -67,21 +79,22 @@ def timed(cls: type, name: str, spent: list[float]) -> Iterator[None]:
 
 
 def one_run(sc: Any) -> dict[str, float]:
-    """Run ``sc``; wall seconds, trained client steps and seconds inside the rule."""
+    """Run ``sc``: wall and CPU seconds, trained client steps and the time inside the rule."""
     from netfl.learning.aggregation.aggregator import Aggregator
 
-    spent: list[float] = []
+    spent: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as tmp, timed(Aggregator, "aggregate", spent):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = simulate(sc, Path(tmp) / "run")
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         rounds = pd.read_parquet(result.run_dir / "rounds.parquet")
         clients = pd.read_parquet(result.run_dir / "clients.parquet")
     return {
         "wall_s": wall,
-        "run_s": float(result.summary["wall_run_s"]),
+        "cpu_s": cpu,
         "steps": float(trained_steps(sc, rounds, clients)),
-        "rule_s": float(sum(spent)),
+        "rule_s": float(sum(s for s, _ in spent)),
+        "rule_cpu_s": float(sum(c for _, c in spent)),
         "rounds": float(len(rounds)),
     }
 
@@ -102,18 +115,18 @@ def trained_steps(sc: Any, rounds: pd.DataFrame, clients: pd.DataFrame) -> int:
     return int(sum(per_client[np.asarray(c)].sum() for c in rounds["completed"]))
 
 
-def partial(repeats: int, rounds: int) -> None:
-    one_run(scenario(rounds))  # warm-up: imports, dataset, first allocations
+def partial(repeats: int, rounds: int, setting: str) -> None:
+    one_run(scenario(rounds, setting))  # warm-up: imports, dataset, first allocations
     rows = []
     for _ in range(repeats):
-        off = one_run(scenario(rounds, **{"fl.partial_work": "false"}))
-        on = one_run(scenario(rounds, **{"fl.partial_work": "true"}))
+        off = one_run(scenario(rounds, setting, **{"fl.partial_work": "false"}))
+        on = one_run(scenario(rounds, setting, **{"fl.partial_work": "true"}))
         rows.append((off, on))
     per_step = [(on["wall_s"] / on["steps"]) / (off["wall_s"] / off["steps"]) for off, on in rows]
     per_round = [
         (on["wall_s"] / on["rounds"]) / (off["wall_s"] / off["rounds"]) for off, on in rows
     ]
-    print(f"compare_selection, random, 20 s deadline, {rounds} rounds, {repeats} pairs\n")
+    print(f"{setting}: {SETTINGS[setting]}, {rounds} rounds, {repeats} pairs\n")
     print("| partial work | wall s (median) | trained client steps | ms per step (median) |")
     print("|---|---|---|---|")
     for index, name in enumerate(("off", "on")):
@@ -129,27 +142,31 @@ def partial(repeats: int, rounds: int) -> None:
     )
 
 
-def optimizers(repeats: int, rounds: int) -> None:
-    one_run(scenario(rounds))  # warm-up
+def optimizers(repeats: int, rounds: int, setting: str) -> None:
+    one_run(scenario(rounds, setting))  # warm-up
     results: dict[str, list[dict[str, float]]] = {rule: [] for rule in RULES}
     for _ in range(repeats):
         for rule in RULES:
-            results[rule].append(one_run(scenario(rounds, **{"fl.aggregation.name": rule})))
-    print(f"compare_selection, random, 20 s deadline, {rounds} rounds, {repeats} runs each\n")
+            sc = scenario(rounds, setting, **{"fl.aggregation.name": rule})
+            results[rule].append(one_run(sc))
+    print(f"{setting}: {SETTINGS[setting]}, {rounds} rounds, {repeats} runs each\n")
     print(
-        "| rule | wall s (median) | in the rule, s (median) | share of the run | run / FedAvg's |"
+        "| rule | run CPU s | in the rule, CPU ms a round | share of the run's CPU"
+        " | share of its wall time | run CPU / FedAvg's |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     base = results["fedavg"]
     for rule in RULES:
         runs = results[rule]
-        share = statistics.median(r["rule_s"] / r["wall_s"] for r in runs)
-        ratio = statistics.median(
-            r["wall_s"] / b["wall_s"] for r, b in zip(runs, base, strict=True)
+        cpu = statistics.median(r["cpu_s"] for r in runs)
+        per_round = statistics.median(1e3 * r["rule_cpu_s"] / r["rounds"] for r in runs)
+        share = statistics.median(r["rule_cpu_s"] / r["cpu_s"] for r in runs)
+        wall_share = statistics.median(r["rule_s"] / r["wall_s"] for r in runs)
+        ratio = statistics.median(r["cpu_s"] / b["cpu_s"] for r, b in zip(runs, base, strict=True))
+        print(
+            f"| {rule} | {cpu:.2f} | {per_round:.3f} | {share:.2%} | {wall_share:.2%}"
+            f" | {ratio:.3f} |"
         )
-        wall = statistics.median(r["wall_s"] for r in runs)
-        inside = statistics.median(r["rule_s"] for r in runs)
-        print(f"| {rule} | {wall:.2f} | {inside:.4f} | {share:.2%} | {ratio:.3f} |")
 
 
 def main() -> None:
@@ -157,8 +174,10 @@ def main() -> None:
     parser.add_argument("case", choices=["partial", "optimizers"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--setting", choices=list(SETTINGS), default="lte")
     args = parser.parse_args()
-    {"partial": partial, "optimizers": optimizers}[args.case](args.repeats, args.rounds)
+    run = {"partial": partial, "optimizers": optimizers}[args.case]
+    run(args.repeats, args.rounds, args.setting)
 
 
 if __name__ == "__main__":

@@ -132,26 +132,34 @@ def test_rules_are_pure(rule):
 
 
 def test_the_aggregator_moves_parameters_and_averages_buffers():
-    """A rule moves the parameters; batch-norm statistics and counters are FedAvg's (the
-    counter rounded down); under fedavg the whole state is fedavg's, bit for bit."""
-    current = {"w": torch.tensor([1.0, 2.0]), "mean": torch.zeros(2), "count": torch.tensor(4)}
+    """A rule moves the parameters (seen as one flat vector, put back in their shapes);
+    batch-norm statistics and counters are FedAvg's (the counter rounded down); under fedavg
+    the whole state is fedavg's, bit for bit."""
+    current = {
+        "w": torch.tensor([1.0, 2.0]),
+        "mean": torch.zeros(2),
+        "b": torch.tensor([[1.0], [2.0]]),
+        "count": torch.tensor(4),
+    }
     stacked = {
         "w": torch.tensor([[2.0, 2.0], [0.0, 4.0]]),
         "mean": torch.tensor([[4.0, 0.0], [0.0, 4.0]]),
+        "b": torch.tensor([[[2.0], [2.0]], [[0.0], [4.0]]]),
         "count": torch.tensor([5, 6]),
     }
-    plain = Aggregator(param_names=["w"]).aggregate(current, stacked, N)
+    plain = Aggregator(param_names=["w", "b"]).aggregate(current, stacked, N)
     reference = fedavg(stacked, N)
     assert plain is not None and reference is not None
     for name in stacked:
         assert torch.equal(plain[name], reference[name])
-    momentum = Aggregator(fedavgm, {"eta": 0.1, "beta": 0.5}, ["w"])
+    momentum = Aggregator(fedavgm, {"eta": 0.1, "beta": 0.5}, ["w", "b"])
     moved = momentum.aggregate(current, stacked, N)
-    assert moved is not None
+    assert moved is not None and list(moved) == list(current)
     assert torch.allclose(moved["w"], torch.tensor([0.95, 2.15]))
+    assert torch.allclose(moved["b"], torch.tensor([[0.95], [2.15]]))
     assert moved["mean"].tolist() == [1.0, 3.0] and int(moved["count"]) == 5
-    assert list(moved) == list(stacked)
-    assert momentum.state["v"]["w"].tolist() == [-0.5, 1.5]
+    assert momentum.state["v"]["parameters"].tolist() == [-0.5, 1.5, -0.5, 1.5]
+    assert momentum.aggregate(current, stacked, torch.zeros(2)) is None
 
 
 def test_the_aggregator_takes_an_asynchronous_update_as_delta_t():

@@ -1,9 +1,11 @@
 """The server's aggregation rule with its state: what the learner calls to aggregate.
 
-The rule (:mod:`netfl.learning.aggregation.base`) moves the model's parameters; the
-buffers (batch-norm statistics and counters) are averaged with FedAvg, as FedAvg averages
-everything. Under ``fedavg`` the whole state is FedAvg's average, computed exactly as
-before the rules existed, so default runs are unchanged to the bit.
+The rule (:mod:`netfl.learning.aggregation.base`) moves the model's parameters, which it
+sees as one flat vector (its arithmetic is element-wise, so this changes nothing but the
+number of tensor operations); the buffers (batch-norm statistics and counters) are averaged
+with FedAvg, as FedAvg averages everything. Under ``fedavg`` the whole state is FedAvg's
+average, computed exactly as before the rules existed, so default runs are unchanged to the
+bit.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from netfl.learning.aggregation.base import ClientUpdates, State, Step, validate
 from netfl.learning.aggregation.fedavg import fedavg, federated_averaging
 
 ModelState = dict[str, torch.Tensor]
+#: The one name the rules see: every parameter of the model, flattened and concatenated.
+FLAT = "parameters"
 
 
 class Aggregator:
@@ -41,6 +45,7 @@ class Aggregator:
         self.rule = rule
         self.params = validate_params(rule, params or {})
         self.param_names = list(param_names)
+        self._names = frozenset(self.param_names)
         self.state: State = {}
 
     @property
@@ -61,14 +66,19 @@ class Aggregator:
         norms: torch.Tensor | None = None,
     ) -> ModelState | None:
         """The next global state from the clients' stacked states (None: every weight is 0)."""
-        averaged = fedavg(stacked, weights)
-        if averaged is None or self.plain:
-            return averaged
-        names = self.param_names
+        if self.plain:
+            return fedavg(stacked, weights)
+        if float(weights.sum()) <= 0:
+            return None
+        buffers = {n: t for n, t in stacked.items() if n not in self._names}
+        averaged = fedavg(buffers, weights) or {}
         updates = ClientUpdates(
-            {n: current[n] for n in names}, {n: stacked[n] for n in names}, weights, norms
+            {FLAT: self._flat(current)},
+            {FLAT: torch.cat([stacked[n].flatten(1) for n in self.param_names], dim=1)},
+            weights,
+            norms,
         )
-        return self._step(averaged, updates)
+        return self._step(current, averaged, updates)
 
     def apply(self, current: Mapping[str, torch.Tensor], proposed: ModelState) -> ModelState:
         """The asynchronous protocols' new model ``proposed`` (FedBuff's buffer applied,
@@ -76,17 +86,32 @@ class Aggregator:
         from ``current`` (FedAvg: ``proposed`` itself)."""
         if self.plain:
             return proposed
-        names = self.param_names
+        buffers = {n: t for n, t in proposed.items() if n not in self._names}
         updates = ClientUpdates(
-            {n: current[n] for n in names},
-            {n: proposed[n].unsqueeze(0) for n in names},
+            {FLAT: self._flat(current)},
+            {FLAT: self._flat(proposed).unsqueeze(0)},
             torch.ones(1, dtype=torch.float64),
         )
-        return self._step(proposed, updates)
+        return self._step(current, buffers, updates)
 
-    def _step(self, base: ModelState, updates: ClientUpdates) -> ModelState:
-        params, self.state = self.rule(updates, self.state, **self.params)
-        return {name: params.get(name, tensor) for name, tensor in base.items()}
+    def _flat(self, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([state[n].flatten() for n in self.param_names])
+
+    def _step(
+        self,
+        current: Mapping[str, torch.Tensor],
+        buffers: Mapping[str, torch.Tensor],
+        updates: ClientUpdates,
+    ) -> ModelState:
+        """The rule's step on the parameters as one flat vector (a handful of tensor
+        operations a round, whatever the number of layers), put back in the state's shapes
+        and order beside the averaged buffers."""
+        flat, self.state = self.rule(updates, self.state, **self.params)
+        pieces = flat[FLAT].split([current[n].numel() for n in self.param_names])
+        params = {
+            n: piece.view_as(current[n]) for n, piece in zip(self.param_names, pieces, strict=True)
+        }
+        return {n: params[n] if n in params else buffers[n] for n in current}
 
     def snapshot(self) -> State:
         """The state on the host, for a checkpoint."""
