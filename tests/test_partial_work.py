@@ -292,3 +292,37 @@ def test_the_report_shows_the_local_work(tmp_path):
 def test_the_reproduction_sweeps_plan(sweep, runs, capsys):
     assert main(["sweep", sweep, "--dry-run"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == runs
+
+
+def test_the_fedprox_scenario_makes_the_papers_stragglers(tmp_path):
+    """scenarios/fedprox_synthetic.yaml, small (E = 4 epochs, straggler speeds x/4): a
+    straggler uploads x whole epochs, 1 <= x < E (the paper's x ~ U{1, ..., E - 1}); FedAvg
+    (no partial work) aggregates exactly the others, the same devices in both runs."""
+    speeds = "{dist: choice, values: [1.0, 0.25, 0.5, 0.75], p: [0.25, 0.25, 0.25, 0.25]}"
+    sets = [
+        "fl.rounds=1",
+        "fl.clients_per_round=6",
+        "learning.local_epochs=4",
+        "learning.fairness_loss=none",
+        f"devices.groups.0.available_cpu_ratio={speeds}",
+    ]
+    from netfl.scenario import load_scenario
+
+    runs = {}
+    for partial in ("true", "false"):
+        sc = load_scenario("fedprox_synthetic", [*sets, f"fl.partial_work={partial}"])
+        run = simulate(sc, tmp_path / partial).run_dir
+        runs[partial] = pd.read_parquet(run / "rounds.parquet")
+        clients = pd.read_parquet(run / "clients.parquet").set_index("client")["n_samples"]
+    row = runs["true"].iloc[0]
+    assert sorted(row["completed"].tolist()) == sorted(row["selected"].tolist())
+    full = []
+    for c, planned, done in zip(
+        row["selected"], row["steps_planned"], row["steps_done"], strict=True
+    ):
+        per_epoch = -(-int(clients[c]) // 10)
+        assert planned == 4 * per_epoch and done % per_epoch == 0 and done > 0
+        if done == planned:
+            full.append(int(c))
+    assert 0 < len(full) < len(row["selected"])  # stragglers and others (1 - 0.25^6 - 0.75^6)
+    assert sorted(runs["false"].iloc[0]["completed"].tolist()) == sorted(full)
