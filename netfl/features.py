@@ -46,7 +46,7 @@ DESCRIPTIONS: dict[Feature, tuple[str, str]] = {
         "oracle: the client's expected download + update + upload time this round, alone",
     ),
     Feature.CONTEXT: (
-        "with learning.contexts",
+        "with a strategy that requires data_context (nccb, k_linucb)",
         "the client's privacy-preserving context vector (NCCB's SimHash, Cao et al. 2022"
         " eqs. 5-7), one row per candidate",
     ),

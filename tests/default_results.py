@@ -31,7 +31,7 @@ import yaml
 
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
-from tests.conftest import TINY
+from tests.conftest import TINY, isolated
 
 HERE = Path(__file__).resolve().parent
 DIGESTS = HERE / "data" / "default_results.json"
@@ -42,8 +42,7 @@ def _tiny() -> dict[str, Any]:
 
 
 def _busy_lte() -> dict[str, Any]:
-    data = _tiny()
-    data["radio"] = {"model": "lte"}
+    data = isolated(_tiny())  # one LTE cell (the engine's isolated-cell configuration)
     data["traffic"] = {"sources": [{"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.5}]}
     group = data["devices"]["groups"][0]
     group.update(

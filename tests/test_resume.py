@@ -22,6 +22,7 @@ from netfl import load_run
 from netfl.checkpoint.store import checkpoint_path, read_checkpoint
 from netfl.scenario import scenario_from_data
 from netfl.simulation import resume, simulate
+from tests.conftest import isolated
 
 TABLES = ("timeline.parquet", "rounds.parquet", "clients.parquet", "strategy.parquet")
 
@@ -36,11 +37,16 @@ STRATEGIES = {
 
 def busy(tiny: dict[str, Any], strategy: str, **fl: Any) -> dict[str, Any]:
     """The tiny scenario on a busy LTE cell with devices that come and go."""
-    tiny["radio"] = {"model": "lte"}
+    isolated(tiny)
     tiny["traffic"] = {
         "sources": [
             {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.5},
-            {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": 1.0},
+            {
+                "kind": "ftp1",
+                "direction": "downlink",
+                "arrival_rate_hz": 3.0,
+                "file_size_bits": 8e6,
+            },
         ]
     }
     group = tiny["devices"]["groups"][0]

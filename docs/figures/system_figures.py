@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 import netfl
-from netfl.trace import compare, metrics, plots
+from netfl.trace import compare, metrics, plots, survival
 from netfl.trace.run import Run
 from netfl.trace.runs import Runs
 
@@ -134,9 +134,17 @@ def _summary_table(
     label: Callable[[Run], str] = short_label,
     extra: dict[str, tuple[str, int]] | None = None,
 ) -> pd.DataFrame:
-    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
+    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds.
+
+    Time to target is the mean over the runs that reached it; where some run did not, the
+    table gains the Kaplan-Meier median with its 95% interval, which counts those runs as
+    censored at their end (:mod:`netfl.trace.survival`).
+    """
     table = compare.per_run(runs, target)
     table["strategy"] = [label(r) for r in runs]
+    table["configuration"] = table["strategy"]
+    censored = target is not None and not np.isfinite(table["time_to_target_s"]).all()
+    medians = {c.configuration: c for c in survival.reach_curves(table)} if censored else None
     rows = []
     for name, group in table.groupby("strategy", sort=False):
         row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
@@ -145,6 +153,8 @@ def _summary_table(
             reached = np.isfinite(times)
             row[f"time to {target:.0%} (s)"] = _pm(*metrics.mean_ci(times[reached]))
             row["reached"] = f"{int(reached.sum())}/{len(group)}"
+            if medians is not None:
+                row[f"censored median to {target:.0%} (s)"] = medians[str(name)].median_text()
             row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
         row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))

@@ -97,3 +97,10 @@ AGGREGATIONS: dict[str, Entry] = {
         "FedYogi: Yogi on the server (Reddi et al. 2021, Alg. 2)",
     ),
 }
+
+
+def is_plugin(name: str) -> bool:
+    """Whether a dataset or model name is a plug-in (``package.module:Name``, or an entry
+    point), not one of netfl's own (which the test suite runs the conformance checks on,
+    :mod:`netfl.learning.check`)."""
+    return name not in DATASETS and name not in MODELS

@@ -67,7 +67,8 @@ KINDS: dict[str, str] = {
     "background_flow_end": "a background (non-FL) transfer completes",
     "rb_allocation": (
         "a flow's resource blocks change: it holds `n_rb` RBs from now on (0 releases them);"
-        " optional columns `flow`, `direction` ('ul'/'dl'), `n_rb_total` (netfl/trace/rb.py)"
+        " optional columns `flow`, `direction` ('ul'/'dl'), `cell`, `n_rb_total`"
+        " (netfl/trace/rb.py)"
     ),
 }
 
@@ -81,10 +82,11 @@ OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb_total": pa.float64(),
     "flow": pa.int64(),
     "direction": pa.string(),
+    "cell": pa.int64(),
     "steps_planned": pa.int32(),
     "steps_done": pa.int32(),
 }
-RB_COLUMNS = ("n_rb", "n_rb_total", "flow", "direction")
+RB_COLUMNS = ("n_rb", "n_rb_total", "flow", "direction", "cell")
 STEP_COLUMNS = ("steps_planned", "steps_done")
 
 SCHEMA = pa.schema(
