@@ -97,7 +97,7 @@ def models() -> Registry:
 def aggregations() -> Registry:
     from netfl.learning import AGGREGATIONS
 
-    return Registry("aggregation rule", AGGREGATIONS)
+    return Registry("aggregation rule", AGGREGATIONS, group="netfl.aggregation")
 
 
 def _named_problems(
