@@ -215,7 +215,8 @@ def lte(folder: Path, out: Path, target: float = 0.85) -> None:
     ax_acc.legend(fontsize="small")
     ax_acc.grid(alpha=0.3)
     ax_bar.set(xlabel=f"time to {target:.0%} (s), mean ± 95% CI")
-    fig.suptitle("compare_selection's loaded LTE cell, 20 s deadline", fontsize=11)
+    deadline = runs[0].scenario_dict["fl"]["deadline_s"]
+    fig.suptitle(f"compare_selection's loaded LTE network, {deadline:g} s deadline", fontsize=11)
     _save(fig, out / "partial_work_lte.png")
     text = f"Per configuration (time to {target:.0%}: mean ± 95% CI over the runs that reached it):\n\n"
     text += markdown(pd.DataFrame(rows))
