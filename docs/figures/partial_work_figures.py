@@ -218,7 +218,8 @@ def lte(folder: Path, out: Path, target: float = 0.85) -> None:
     deadline = runs[0].scenario_dict["fl"]["deadline_s"]
     fig.suptitle(f"compare_selection's loaded LTE network, {deadline:g} s deadline", fontsize=11)
     _save(fig, out / "partial_work_lte.png")
-    text = f"Per configuration (time to {target:.0%}: mean ± 95% CI over the runs that reached it):\n\n"
+    text = f"Per configuration (time to {target:.0%}: mean ± 95% CI over the runs that"
+    text += " reached it):\n\n"
     text += markdown(pd.DataFrame(rows))
     text += "\nPaired by seed (partial work + FedNova minus FedAvg dropping late clients):\n\n"
     text += markdown(_lte_paired(times))
