@@ -290,6 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("sweep", type=Path, help="the sweep directory")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     {"fedprox": fedprox, "lte": lte}[args.figure](args.sweep, args.out)
 
 
