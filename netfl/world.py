@@ -25,7 +25,7 @@ from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
 from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import RB_COLUMNS, STEP_COLUMNS, Timeline
+from netfl.trace.timeline import MOBILITY_COLUMNS, RB_COLUMNS, STEP_COLUMNS, Timeline
 
 
 @dataclass
@@ -70,8 +70,10 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     env = simpy.Environment()
     # The schema is fixed up front, so the timeline can be written in parts (one schema).
     rb_log = getattr(scenario.radio, "record_rb_allocations", False)
+    moving = any(group.mobility.model != "static" for group in scenario.devices.groups)
     optional = (
         *(RB_COLUMNS if rb_log else ()),
+        *(MOBILITY_COLUMNS if moving else ()),
         *(STEP_COLUMNS if scenario.fl.partial_work else ()),
     )
     timeline = Timeline(optional=optional)

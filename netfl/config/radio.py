@@ -30,6 +30,7 @@ from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
 from netfl.config.dist import Distribution, Uniform
+from netfl.config.mobility import HandoverConfig
 
 #: LTE channel bandwidth (Hz) -> resource blocks (3GPP TS 36.101 Table 5.6-1).
 LTE_RB_PER_BANDWIDTH = {1.4e6: 6, 3e6: 15, 5e6: 25, 10e6: 50, 15e6: 75, 20e6: 100}
@@ -272,6 +273,17 @@ class LteRadioConfig(StrictModel):
             " `n_rb`, `n_rb_total`, `flow`, `direction`) for RB occupancy analysis; it adds"
             " rows for every concurrent transfer at each arrival and departure."
         ),
+    )
+    channel_step_m: NonNegativeFloat = Field(
+        default=1.0,
+        description="A moving device's channel (LOS state, shadowing, gains to every cell)"
+        " is re-evaluated once it has moved this far since the last time, m; its position"
+        " advances at every radio update regardless (0: at every update). docs/mobility.md.",
+    )
+    handover: HandoverConfig = Field(
+        default_factory=HandoverConfig,
+        description="Event-A3 handover and radio link failure of moving devices"
+        " (devices.groups.N.mobility; static devices keep their strongest cell).",
     )
     uplink: LinkConfig = Field(default_factory=LinkConfig, description="Uplink (device -> BS).")
     downlink: LinkConfig = Field(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from netfl.errors import RadioWarning, ScenarioError
 from netfl.radio.cells import DIRECTIONS, DL, UL, Cells, db_to_mw
 from netfl.radio.cellular import CellularNetwork, DeviceLinks
 from netfl.radio.layout import layout_from_config, place_groups
+from netfl.radio.motion import Motion, build_population, moving_groups
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.propagation import BLOCK_DEVICES, LinkGains
 from netfl.radio.scheduler import Flow, FluidScheduler
@@ -82,7 +83,15 @@ def _cellular(
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     system = radio_system(scenario)
-    placement, gains = draw_links(system, scenario, n, streams)
+    placement = drop_devices(system, scenario, n, streams)
+    population = None
+    if moving_groups(scenario):  # the links start where the mobility models put the devices
+        population = build_population(scenario, system.layout, placement.xy_m, streams)
+        placement = replace(placement, xy_m=population.xy_m.copy())
+        # A moving device may pass closer to a mast than the model's validity (10 m): its
+        # distances are clipped to the valid range, never extrapolated (docs/mobility.md).
+        system.environment = replace(system.environment, out_of_range="clip")
+    gains = draw_gains(system, scenario, placement, streams, keep_state=population is not None)
     cells = Cells(
         env,
         system.n_cells,
@@ -115,6 +124,13 @@ def _cellular(
         update=update,
     )
     traffic = start_sources(scenario, system, cells, streams, timeline)
+    if population is not None:
+        assert gains.state is not None
+        network.mobile = True
+        network.motion = Motion(
+            scenario, system, placement, population, gains.state, network, cells, streams, timeline
+        )
+        update.move(network.motion)
     rows = np.arange(n)
     columns = {
         "x_m": placement.xy_m[:, 0],
@@ -141,17 +157,28 @@ def draw_links(
     and of ``netfl calibrate`` (streams ``radio.drop``, ``devices.placement``,
     ``radio.heights``, ``radio.los``, ``radio.shadowing``, ``radio.o2i``)."""
     placement = drop_devices(system, scenario, n, streams)
+    return placement, draw_gains(system, scenario, placement, streams)
+
+
+def draw_gains(
+    system: RadioSystem,
+    scenario: Scenario,
+    placement: Placement,
+    streams: Streams,
+    keep_state: bool = False,
+) -> LinkGains:
+    """The placed devices' links to every cell, a bad distance refused naming the key."""
     try:
-        gains = system.gains(
+        return system.gains(
             placement,
             streams.get("radio.los"),
             streams.get("radio.shadowing"),
             streams.get("radio.o2i"),
+            keep_state,
         )
     except OutOfValidityError as exc:
         key = "cell.radius_m" if scenario.cell.sites == 1 else "cell.inter_site_distance_m"
         raise ScenarioError.single(key, f"{exc}; or set radio.out_of_range: clip") from None
-    return placement, gains
 
 
 def device_links(

@@ -142,7 +142,9 @@ class Cells:
         table = self.links[link.direction]
         table.add(flow)
         if link.direction == UL:
-            self.ul_sum_mw[link.cell] += db_to_mw(link.power_db) * table.gain_mw[link.slot]
+            self.ul_sum_mw[link.cell] += (
+                db_to_mw(table.power_db[link.slot]) * table.gain_mw[link.slot]
+            )
             self.ul_count[link.cell] += 1
             self._emission = None
         self._changed(link.direction, link.cell)
@@ -156,7 +158,8 @@ class Cells:
             if self.ul_count[cell] == 0:
                 self.ul_sum_mw[cell] = 0.0  # no rounding residue in an idle cell
             else:
-                self.ul_sum_mw[cell] -= db_to_mw(link.power_db) * table.gain_mw[link.slot]
+                slot = link.slot
+                self.ul_sum_mw[cell] -= db_to_mw(table.power_db[slot]) * table.gain_mw[slot]
             self._emission = None
         table.remove(flow)
         self._changed(link.direction, link.cell)
@@ -179,6 +182,27 @@ class Cells:
     def _changed(self, direction: str, cell: int) -> None:
         if self.on_change is not None:
             self.on_change(direction, cell)
+
+    def follow(self, devices: np.ndarray, gain_db: np.ndarray, ul_power_db: np.ndarray) -> None:
+        """The links in flight of ``devices`` take their devices' current coupling gains
+        (``gain_db`` rows) and uplink powers: moving devices' links follow them."""
+        for direction in DIRECTIONS:
+            table = self.links[direction]
+            slots = table.slots()
+            slots = slots[np.isin(table.device[slots], devices)]
+            if not len(slots):
+                continue
+            device, cell = table.device[slots], table.cell[slots]
+            new_mw = db_to_mw(gain_db[device])
+            power = ul_power_db[device] if direction == UL else table.power_db[slots]
+            if direction == UL:
+                old = db_to_mw(table.power_db[slots])[:, None] * table.gain_mw[slots]
+                new = db_to_mw(power)[:, None] * new_mw
+                np.add.at(self.ul_sum_mw, cell, new - old)
+                self._emission = None
+            table.gain_mw[slots] = new_mw
+            table.power_db[slots] = power
+            table.signal_db[slots] = power + gain_db[device, cell]
 
     # -- interference -------------------------------------------------------------------
 
@@ -237,6 +261,8 @@ class LinkTable:
         self.cell = np.zeros(capacity, dtype=np.int64)
         self.gain_mw = np.zeros((capacity, n_cells))
         self.signal_db = np.zeros(capacity)
+        self.power_db = np.zeros(capacity)
+        self.device = np.full(capacity, -1, dtype=np.int64)
         self.fade = np.ones(capacity)
         self.scale = np.ones(capacity)
         self.rate = np.zeros(capacity)  # the rate per RB the flow has now
@@ -255,6 +281,8 @@ class LinkTable:
         self.cell[slot] = link.cell
         self.gain_mw[slot] = db_to_mw(link.gain_db)
         self.signal_db[slot] = link.signal_db
+        self.power_db[slot] = link.power_db
+        self.device[slot] = link.device
         self.fade[slot] = link.fade
         self.scale[slot] = link.scale
         self.rate[slot] = flow.rate_per_rb_bps
@@ -281,7 +309,8 @@ class LinkTable:
     def _grow(self) -> None:
         old = len(self.flows)
         self.flows.extend([None] * old)
-        for name in ("cell", "gain_mw", "signal_db", "fade", "scale", "rate", "active"):
+        names = ("cell", "gain_mw", "signal_db", "power_db", "device", "fade", "scale", "rate")
+        for name in (*names, "active"):
             array = getattr(self, name)
             setattr(self, name, np.concatenate([array, np.zeros_like(array)]))
         self._free.extend(range(2 * old - 1, old - 1, -1))

@@ -25,12 +25,13 @@ import simpy
 from netfl.features import Feature
 from netfl.fluctuation import sample_mab_cs
 from netfl.radio.cells import DL, UL, Cells, RadioLink
-from netfl.radio.network import Transfer
+from netfl.radio.network import Handover, LinkFailure, LinkLost, Transfer
 from netfl.radio.scheduler import Flow
 from netfl.radio.system import RadioSystem
 from netfl.radio.topology import BackhaulLink, carry
 
 if TYPE_CHECKING:
+    from netfl.radio.motion import Motion
     from netfl.radio.update import RadioUpdate
 
 _LONG = {UL: "uplink", DL: "downlink"}
@@ -69,6 +70,12 @@ class CellularNetwork:
         self.env, self.system, self.cells, self.devices = env, system, cells, devices
         #: The radio update that keeps this network's links in flight current.
         self.update = update
+        #: Whether devices move (transfers then follow them through handovers), and what
+        #: moves them.
+        self.mobile = False
+        self.motion: Motion | None = None
+        self._transfers: dict[int, set[simpy.Process]] = {}
+        self._detached: dict[int, simpy.Event] = {}
         self.backhaul = backhaul
         self.cell_site = system.layout.cell_site
         self.fading_rng = fading_rng
@@ -112,7 +119,22 @@ class CellularNetwork:
         """
         system = self.system
         rbs = min(system.rb_cap[UL], system.n_rb[UL])
-        return {Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * system.air.rb_bandwidth_hz)}
+        features: dict[str, np.ndarray] = {
+            Feature.BANDWIDTH_HZ: np.full(len(clients), rbs * system.air.rb_bandwidth_hz)
+        }
+        if self.motion is not None:
+            clients = np.asarray(clients, dtype=np.int64)
+            counts = self.motion.client_totals(len(self.devices.serving))["n_handovers"]
+            features[Feature.SPEED_MPS] = self.motion.speed_mps[clients]
+            features[Feature.SERVING_CELL] = self.devices.serving[clients].astype(float)
+            features[Feature.HANDOVERS] = counts[clients].astype(float)
+        return features
+
+    def client_totals(self) -> dict[str, np.ndarray]:
+        """Per-client radio counters for ``clients.parquet`` (handovers of moving devices)."""
+        if self.motion is None:
+            return {}
+        return self.motion.client_totals(len(self.devices.serving))
 
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction,
@@ -145,8 +167,8 @@ class CellularNetwork:
         """A link's rate per RB and diversity gain against what the cells emit now."""
         system, d, direction = self.system, self.devices, link.direction
         interference = self.cells.link_interference_mw(link)
-        alone = interference == 0.0
-        if alone:  # the precomputed rate (an isolated cell's flows)
+        alone = interference == 0.0 and not self.mobile
+        if alone:  # the precomputed rate of a static device (an isolated cell's flows)
             sinr = float(d.alone_sinr_db[direction][link.device])
             rate = float(d.alone_rate_per_rb_bps[direction][link.device])
         else:
@@ -179,16 +201,86 @@ class CellularNetwork:
             flow.diversity = diversity if flow.diversity is not None else None
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
-        flow = self._flow(UL, client, bits)
-        cell = flow.link.cell
         try:
-            yield from self._slot_wait(UL, flow)
-            yield from carry(self.cells.schedulers[UL][cell], flow)
+            start, cell = yield from self._leg(UL, client, bits)
             for link in self.backhaul[int(self.cell_site[cell])]:
                 yield from link.carry(bits)
         except simpy.Interrupt:
             return None  # the leg in progress released its share
-        return Transfer(client, bits, flow.start_s, self.env.now)
+        return Transfer(client, bits, start, self.env.now)
+
+    # -- the radio leg, through handovers -----------------------------------------------
+
+    def _leg(
+        self, direction: str, client: int, bits: float, flow: Flow | None = None
+    ) -> Generator[simpy.Event, Any, tuple[float, int]]:
+        """Carry ``bits`` of ``client`` on its serving cell; returns when the first bit
+        flowed and the cell the last one left from. A moving device's transfer follows it:
+        at a handover the bits left continue in the target cell once the interruption is
+        over; a radio link failure fails the transfer with :class:`LinkLost`."""
+        flow = flow if flow is not None else self._flow(direction, client, bits)
+        if not self.mobile:  # static devices: one flow, the same events as ever
+            yield from self._slot_wait(direction, flow)
+            yield from carry(self.cells.schedulers[direction][flow.link.cell], flow)
+            return flow.start_s, flow.link.cell
+        me = self.env.active_process
+        assert me is not None  # called from a transfer process
+        transfers = self._transfers.setdefault(client, set())
+        transfers.add(me)
+        start, resume_s = math.nan, -math.inf
+        try:
+            while True:
+                try:
+                    if self.env.now < resume_s:
+                        yield self.env.timeout(resume_s - self.env.now)
+                    while client in self._detached:
+                        yield self._detached[client]
+                    if flow is None:
+                        flow = self._flow(direction, client, bits)
+                    yield from self._slot_wait(direction, flow)
+                    yield from carry(self.cells.schedulers[direction][flow.link.cell], flow)
+                    return (flow.start_s if math.isnan(start) else start), flow.link.cell
+                except simpy.Interrupt as interrupt:
+                    cause = interrupt.cause
+                    if isinstance(cause, Handover):
+                        if flow is not None:
+                            bits = flow.remaining_bits
+                            start = flow.start_s if math.isnan(start) else start
+                        flow, resume_s = None, cause.resume_s
+                        continue
+                    if isinstance(cause, LinkFailure):
+                        raise LinkLost(client) from None
+                    raise
+        finally:
+            transfers.discard(me)
+
+    def hand_over(self, device: int, target: int, resume_s: float) -> None:
+        """``device`` is served by ``target`` from now on; its transfers in flight pause
+        until ``resume_s`` and continue there (:meth:`_leg`)."""
+        self._serve(device, target)
+        for proc in list(self._transfers.get(device, ())):
+            if proc.is_alive:
+                proc.interrupt(Handover(resume_s))
+
+    def lose_link(self, device: int) -> None:
+        """Radio link failure: ``device``'s transfers in flight are lost and new ones wait
+        until it is attached again (:meth:`attach`)."""
+        self._detached.setdefault(device, self.env.event())
+        for proc in list(self._transfers.get(device, ())):
+            if proc.is_alive:
+                proc.interrupt(LinkFailure())
+
+    def attach(self, device: int, cell: int) -> None:
+        """``device`` is attached again, to ``cell``, after a radio link failure."""
+        self._serve(device, cell)
+        event = self._detached.pop(device, None)
+        if event is not None:
+            event.succeed()
+
+    def _serve(self, device: int, cell: int) -> None:
+        d = self.devices
+        d.serving[device] = cell
+        d.ul_power_db[device] = self.system.ul_power_db(-d.gain_db[device, cell])
 
     def _download(
         self, clients: list[int], bits: float, *, multicast: bool
@@ -238,10 +330,15 @@ class CellularNetwork:
             first = yield from link.carry(bits)
             start = first if math.isnan(start) else start
         flows = [self._flow(DL, c, bits) for c in clients]
-        # Multicast: one transmission at the worst client's rate reaches everyone.
-        flow = min(flows, key=lambda f: f.rate_per_rb_bps)
-        flow.diversity = None if multicast and len(flows) > 1 else flow.diversity
-        yield from self._slot_wait(DL, flow)
-        yield from carry(self.cells.schedulers[DL][cell], flow)
-        start = flow.start_s if math.isnan(start) else start
+        if len(flows) == 1:  # unicast: follows a moving device through handovers
+            first, _ = yield from self._leg(DL, clients[0], bits, flows[0])
+        else:
+            # Multicast: one transmission at the worst client's rate reaches everyone; it
+            # stays in its cell while a member moves (docs/mobility.md).
+            flow = min(flows, key=lambda f: f.rate_per_rb_bps)
+            flow.diversity = None if multicast else flow.diversity
+            yield from self._slot_wait(DL, flow)
+            yield from carry(self.cells.schedulers[DL][cell], flow)
+            first = flow.start_s
+        start = first if math.isnan(start) else start
         return {c: Transfer(c, bits, start, self.env.now) for c in clients}

@@ -20,7 +20,7 @@ from netfl.config import Scenario
 from netfl.config.cell import CellConfig
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.errors import Problem, RadioWarning
+from netfl.errors import Problem, RadioWarning, ScenarioError
 from netfl.radio.layout import layout_from_config
 
 _KEYS = {
@@ -33,9 +33,18 @@ _KEYS = {
 def radio_problems(scenario: Scenario) -> list[Problem]:
     """Problems of the ``radio``/``cell``/``traffic`` sections (empty if fine)."""
     config = scenario.radio
+    moving = [i for i, g in enumerate(scenario.devices.groups) if g.mobility.model != "static"]
     if not isinstance(config, LteRadioConfig):
         if scenario.traffic.sources:
             return [Problem("traffic.sources", "background traffic needs radio.model: lte")]
+        if moving:
+            return [
+                Problem(
+                    f"devices.groups.{moving[0]}.mobility",
+                    "moving devices need a radio with a layout (radio.model: lte or nr);"
+                    " the fixed-rate radio has no positions to move through",
+                )
+            ]
         return []
     from netfl.registry import channel_models
 
@@ -70,9 +79,48 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
     ]
     if config.out_of_range == "refuse":
         problems += _distance_problems(scenario, config.channel_model, channel)
+    if not problems and moving:
+        problems += _mobility_problems(scenario, channel, moving)
     if not problems:
         problems += _load_problems(scenario)
     return problems
+
+
+def _mobility_problems(
+    scenario: Scenario, channel: ChannelModel, moving: list[int]
+) -> list[Problem]:
+    """What moving devices need: a radio update that ticks, a path-loss model whose
+    environment gives the decorrelation distances, and models the layout can hold (a
+    road on it, wrap-around for wrapping, a trajectory file that reads)."""
+    from netfl.radio.motion import build_population
+    from netfl.rng import Streams
+
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    key = f"devices.groups.{moving[0]}.mobility"
+    if not config.update_interval_s:
+        return [
+            Problem(
+                "radio.update_interval_s",
+                f"{key} moves devices at each radio update: give a positive interval"
+                " (0.1 s: the default)",
+            )
+        ]
+    if getattr(channel, "environment", None) not in ("umi", "uma", "rma"):
+        return [
+            Problem(
+                "radio.channel_model",
+                f"{key}: moving devices need a model with a 3GPP/ITU environment (umi, uma)"
+                " for their shadowing and LOS decorrelation distances",
+            )
+        ]
+    layout = layout_from_config(scenario.cell)
+    xy = np.repeat(layout.site_xy_m[:1], scenario.devices.n_clients, axis=0)
+    try:
+        build_population(scenario, layout, xy, Streams(scenario.seed))
+    except ScenarioError as exc:
+        return exc.problems
+    return []
 
 
 def layout_distance_range_m(cell: CellConfig) -> tuple[float, float]:

@@ -92,15 +92,18 @@ class Layout:
         offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
         if not self.wrap_around:
             return offsets
+        # Complex positions: the 7 images' squared distances without a (..., 2) axis.
         isd = self.inter_site_distance_m
-        shifts = np.array([(isd * (q + r / 2), isd * r * SQRT3 / 2) for q, r in _WRAP_AXIAL])
+        shifts = np.array([isd * (q + r / 2) + 1j * isd * r * SQRT3 / 2 for q, r in _WRAP_AXIAL])
+        sites = self.site_xy_m[:, 0] + 1j * self.site_xy_m[:, 1]
         for start in range(0, len(offsets), _WRAP_BLOCK):
-            block = offsets[start : start + _WRAP_BLOCK]
-            candidates = block[:, :, None, :] - shifts[None, None, :, :]
-            nearest = np.argmin(np.einsum("dsik,dsik->dsi", candidates, candidates), axis=2)
-            block[...] = np.take_along_axis(candidates, nearest[:, :, None, None], axis=2)[
-                :, :, 0, :
-            ]
+            block = xy[start : start + _WRAP_BLOCK]
+            z = (block[:, 0] + 1j * block[:, 1])[:, None] - sites[None, :]
+            candidates = z[..., None] - shifts
+            nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=2)
+            best = np.take_along_axis(candidates, nearest[..., None], axis=2)[..., 0]
+            offsets[start : start + _WRAP_BLOCK, :, 0] = best.real
+            offsets[start : start + _WRAP_BLOCK, :, 1] = best.imag
         return offsets
 
     def drop(

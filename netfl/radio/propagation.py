@@ -113,6 +113,16 @@ def drop_heights(
 
 
 @dataclass(frozen=True)
+class LargeScaleState:
+    """The drop's per-site draws: each (device, site) link's LOS uniform (LOS where it is
+    below the link's LOS probability) and shadowing (dB), and each device's O2I loss."""
+
+    los_uniform: np.ndarray  # (devices, sites)
+    shadowing_db: np.ndarray  # (devices, sites)
+    o2i_db: np.ndarray  # (devices,)
+
+
+@dataclass(frozen=True)
 class LinkGains:
     """Coupling gains (dB) of every device to every cell, and each device's link to the
     site of its strongest cell (the columns of ``clients.parquet``)."""
@@ -124,6 +134,7 @@ class LinkGains:
     pathloss_db: np.ndarray  # (devices,) median path loss to the serving site
     shadowing_db: np.ndarray  # (devices,) shadow fading of the serving site's link
     o2i_loss_db: np.ndarray  # (devices,) building penetration loss (0 outdoors)
+    state: LargeScaleState | None = None  # the per-site draws, when kept
 
     @property
     def coupling_loss_db(self) -> np.ndarray:
@@ -155,12 +166,14 @@ def link_gains(
     los_rng: np.random.Generator,
     shadowing_rng: np.random.Generator,
     o2i_rng: np.random.Generator,
+    keep_state: bool = False,
 ) -> LinkGains:
     """Draw every (device, site) link's LOS state and shadowing; return the gains.
 
     Distances outside the path-loss model's validity are refused (``OutOfValidityError``)
     or clipped, as ``environment.out_of_range`` says; ``environment.shadowing=False`` draws
-    the shadow fading (so the other draws stay put) but applies none."""
+    the shadow fading (so the other draws stay put) but applies none. ``keep_state`` keeps
+    the per-site draws (:attr:`LinkGains.state`) that moving devices' links start from."""
     n = len(device_xy_m)
     out: dict[str, list[np.ndarray]] = {}
     o2i_db = _o2i_loss_db(environment, heights, o2i_rng)
@@ -174,6 +187,7 @@ def link_gains(
             environment,
             los_rng,
             shadowing_rng,
+            keep_state,
         )
         for key, value in block.items():
             out.setdefault(key, []).append(value)
@@ -182,6 +196,9 @@ def link_gains(
         joined = {"coupling": np.empty((0, layout.n_cells))} | {
             k: np.empty(0) for k in ("serving", "los", "d2d", "pathloss", "shadowing")
         }
+    state = None
+    if keep_state:
+        state = LargeScaleState(joined["los_uniform"], joined["site_shadowing"], o2i_db)
     return LinkGains(
         joined["coupling"],
         joined["serving"].astype(np.int64),
@@ -190,6 +207,7 @@ def link_gains(
         joined["pathloss"],
         joined["shadowing"],
         o2i_db,
+        state,
     )
 
 
@@ -197,6 +215,80 @@ def _rows(heights: DeviceHeights, rows: slice) -> DeviceHeights:
     return DeviceHeights(
         heights.height_m[rows], heights.indoor[rows], heights.indoor_distance_m[rows]
     )
+
+
+@dataclass(frozen=True)
+class SiteGeometry:
+    """Where devices are from every site: what the path loss and the antennas take."""
+
+    offsets_m: np.ndarray  # (devices, sites, 2), from each site's nearest image
+    distance_m: np.ndarray  # (devices, sites), unclipped
+    d2d_m: np.ndarray  # (devices, sites), clipped or checked against the model's validity
+    p_los: np.ndarray  # (devices, sites)
+
+
+def site_geometry(
+    layout: Layout, xy: np.ndarray, heights: DeviceHeights, env: Environment
+) -> SiteGeometry:
+    """Distances and LOS probabilities of every (device, site) link (raises
+    ``OutOfValidityError`` for a distance outside the model's validity unless clipping)."""
+    model = env.model
+    offsets = layout.site_offsets_m(xy)  # (devices, sites, 2)
+    distance = np.hypot(offsets[..., 0], offsets[..., 1])
+    d2d = model.check_distance(distance, env.out_of_range)
+    d2d_out = d2d
+    if isinstance(model, ThreeGppModel) and model.release == "tr38901":
+        # Table 7.4.2-1: d2D-out for indoor devices
+        d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
+    if isinstance(model, ThreeGppModel):
+        h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
+        p_los = model.los_probability(d2d_out, h_ut)
+    else:  # any ChannelModel (ITU-R M.2135: no height dependence)
+        p_los = model.los_probability(d2d_out)
+    return SiteGeometry(offsets, distance, d2d, p_los)
+
+
+def shadowing_sigma_db(env: Environment, los: np.ndarray, heights: DeviceHeights) -> np.ndarray:
+    """Each link's shadow-fading sigma: the model's for its LOS state, TR 36.873's 7 dB for
+    indoor devices under its O2I model (the indoor shadowing replaces the outdoor one)."""
+    sigma = env.model.shadowing_sigma_db(los)
+    if env.o2i == "tr36873":
+        sigma = np.where(heights.indoor[:, None], TR36873_O2I_SIGMA_DB, sigma)
+    return np.asarray(sigma, dtype=float)
+
+
+def coupling_gains(
+    layout: Layout,
+    geometry: SiteGeometry,
+    heights: DeviceHeights,
+    env: Environment,
+    los: np.ndarray,
+    shadow_db: np.ndarray,
+    o2i_db: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(coupling gain (devices, cells), path loss (devices, sites))`` in dB for given LOS
+    states, shadowing and O2I loss: the deterministic part of the links, which the radio
+    update re-evaluates for devices that moved."""
+    model = env.model
+    d2d = geometry.d2d_m
+    pathloss = model.pathloss_db(
+        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
+    )
+    site_loss = pathloss + shadow_db + o2i_db[:, None]
+    # Antenna gain towards each device, per cell (sectors share their site's link).
+    cell_site = layout.cell_site
+    h_ut = heights.height_m[:, None]
+    d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
+    zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
+    zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
+    offsets = geometry.offsets_m
+    azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
+    relative_az = azimuth[:, cell_site] - layout.cell_boresight_deg[None, :]
+    gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
+    coupling = gain - site_loss[:, cell_site]
+    if env.ue_gain_dbi:
+        coupling = coupling + env.ue_gain_dbi
+    return coupling, pathloss
 
 
 def _block_gains(
@@ -207,53 +299,29 @@ def _block_gains(
     env: Environment,
     los_rng: np.random.Generator,
     shadowing_rng: np.random.Generator,
+    keep_state: bool,
 ) -> dict[str, np.ndarray]:
-    model = env.model
-    offsets = layout.site_offsets_m(xy)  # (devices, sites, 2)
-    distance = np.hypot(offsets[..., 0], offsets[..., 1])
-    d2d = model.check_distance(distance, env.out_of_range)
-    h_ut = heights.height_m[:, None]
-    d2d_out = d2d
-    if isinstance(model, ThreeGppModel) and model.release == "tr38901":
-        # Table 7.4.2-1: d2D-out for indoor devices
-        d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
-    if isinstance(model, ThreeGppModel):
-        p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
-    else:  # any ChannelModel (ITU-R M.2135: no height dependence)
-        p_los = model.los_probability(d2d_out)
-    los = los_rng.random(d2d.shape) < p_los
-    pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
-    )
-    sigma = model.shadowing_sigma_db(los)
-    if env.o2i == "tr36873":  # the indoor shadowing replaces the outdoor one
-        sigma = np.where(heights.indoor[:, None], TR36873_O2I_SIGMA_DB, sigma)
-    shadow_db = shadowing_rng.standard_normal(d2d.shape) * sigma
+    geometry = site_geometry(layout, xy, heights, env)
+    uniform = los_rng.random(geometry.d2d_m.shape)
+    los = uniform < geometry.p_los
+    shadow_db = shadowing_rng.standard_normal(los.shape) * shadowing_sigma_db(env, los, heights)
     if not env.shadowing:
-        shadow_db = np.zeros_like(d2d)
-    site_loss = pathloss + shadow_db + o2i_db[:, None]
-    # Antenna gain towards each device, per cell (sectors share their site's link).
-    cell_site = layout.cell_site
-    d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
-    zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
-    zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
-    azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
-    relative_az = azimuth[:, cell_site] - layout.cell_boresight_deg[None, :]
-    gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
-    coupling = gain - site_loss[:, cell_site]
-    if env.ue_gain_dbi:
-        coupling = coupling + env.ue_gain_dbi
+        shadow_db = np.zeros_like(shadow_db)
+    coupling, pathloss = coupling_gains(layout, geometry, heights, env, los, shadow_db, o2i_db)
     serving = np.argmax(coupling, axis=1)
-    site = cell_site[serving]
+    site = layout.cell_site[serving]
     rows = np.arange(len(xy))
-    return {
+    out = {
         "coupling": coupling,
         "serving": serving,
         "los": los[rows, site],
-        "d2d": distance[rows, site],
+        "d2d": geometry.distance_m[rows, site],
         "pathloss": pathloss[rows, site],
         "shadowing": shadow_db[rows, site],
     }
+    if keep_state:
+        out |= {"los_uniform": uniform, "site_shadowing": shadow_db}
+    return out
 
 
 def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:

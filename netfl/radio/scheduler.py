@@ -225,8 +225,8 @@ class FluidScheduler:
         flow._owner = self
         if flow.bits == 0:
             flow.start_s = flow.end_s = self.env.now
-            flow.done.succeed(flow)
-            return flow.done
+            done, flow.done = flow.done, None  # no flow <-> event cycle for the GC to find
+            return done.succeed(flow)
         self._advance()
         self._active[flow.id] = flow
         self._sum_rate_per_rb += flow.rate_per_rb_bps
@@ -489,8 +489,9 @@ class FluidScheduler:
             self._release(flow)
         self._update()
         for flow in finished:
-            assert flow.done is not None
-            flow.done.succeed(flow)
+            done, flow.done = flow.done, None  # no flow <-> event cycle for the GC to find
+            assert done is not None
+            done.succeed(flow)
 
     def _due(self, tolerance: float) -> list[Flow] | None:
         """General path: the flows due now, or None after setting the next timer."""

@@ -96,6 +96,7 @@ class RadioSystem:
         los_rng: np.random.Generator,
         shadowing_rng: np.random.Generator,
         o2i_rng: np.random.Generator,
+        keep_state: bool = False,
     ) -> LinkGains:
         """Every device's coupling gain to every cell (raises ``OutOfValidityError``)."""
         return link_gains(
@@ -106,6 +107,7 @@ class RadioSystem:
             los_rng,
             shadowing_rng,
             o2i_rng,
+            keep_state,
         )
 
     def ul_power_db(self, coupling_loss_db: np.ndarray) -> np.ndarray:
@@ -164,7 +166,25 @@ def drop_devices(system: RadioSystem, scenario: Scenario, n: int, streams: Strea
         outdoor_height_m=c.ue_height_m,
         tr36873_indoor_distance=c.o2i_model == "tr36873",
     )
-    return Placement(xy, site, heights)
+    return Placement(xy, site, _outdoors_if_moving(scenario, heights, c.ue_height_m))
+
+
+def _outdoors_if_moving(
+    scenario: Scenario, heights: DeviceHeights, outdoor_height_m: float
+) -> DeviceHeights:
+    """Moving devices are outdoors at the outdoor height (a pedestrian in the street, a
+    vehicle without penetration loss: docs/mobility.md); static ones keep their drop."""
+    moving, start = np.zeros(len(heights.indoor), dtype=bool), 0
+    for group in scenario.devices.groups:
+        moving[start : start + group.count] = group.mobility.model != "static"
+        start += group.count
+    if not moving.any():
+        return heights
+    return DeviceHeights(
+        np.where(moving, outdoor_height_m, heights.height_m),
+        heights.indoor & ~moving,
+        np.where(moving, 0.0, heights.indoor_distance_m),
+    )
 
 
 def drop_users(

@@ -24,7 +24,7 @@ moved: it grows with flow events, never with slots or simulated time.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -33,6 +33,9 @@ from channel_models.rate import db_to_linear
 from netfl.radio.cells import DIRECTIONS, Cells
 from netfl.radio.scheduler import Flow
 from netfl.radio.system import RadioSystem
+
+if TYPE_CHECKING:
+    from netfl.radio.motion import Motion
 
 _LONG = {"ul": "uplink", "dl": "downlink"}
 
@@ -50,8 +53,28 @@ class RadioUpdate:
         self._dirty: set[str] = set()
         self._pending = False
         self._running = False
+        self.motion: Motion | None = None
         if interval_s is not None:
             cells.on_change = self._changed
+
+    def move(self, motion: Motion) -> None:
+        """Tick every ``interval_s`` from now on: move the devices (:mod:`netfl.radio.motion`)
+        and recompute every link in flight, whether or not a flow event changed anything."""
+        assert self.interval_s is not None and self.interval_s > 0
+        self.motion = motion
+        self.env.timeout(self.interval_s).callbacks.append(self._tick)
+
+    def _tick(self, _event: Any) -> None:
+        assert self.motion is not None and self.interval_s is not None
+        self._running = True
+        try:
+            self.motion.step(self.env.now, self.interval_s)
+            for direction in DIRECTIONS:
+                self.refresh(direction)
+        finally:
+            self._running = False
+        self.updates += 1
+        self.env.timeout(self.interval_s).callbacks.append(self._tick)
 
     def _changed(self, direction: str, cell: int) -> None:
         if self._running or not self.cells.active_elsewhere(direction, cell):

@@ -289,12 +289,23 @@ def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
 
 
 def layout(run: Run) -> Figure:
-    """The devices' positions coloured by serving cell (``clients.parquet`` ``cell``)."""
+    """The devices' positions coloured by serving cell (``clients.parquet`` ``cell``), with
+    the moving devices' trajectories (the timeline's ``position`` rows) as grey lines."""
     clients = run.clients
     if "cell" not in clients or not np.isfinite(clients["x_m"].to_numpy(float)).any():
         return message("Layout", "this run's clients have no positions or serving cells")
     fig = Figure(figsize=(6, 6), layout="constrained")
     ax = fig.add_subplot()
+    timeline = run.timeline
+    if "x_m" in timeline:
+        positions = timeline[timeline["kind"] == "position"]
+        # A wrap-around fold moves a device across the cluster: no line over that jump.
+        span = np.ptp(positions[["x_m", "y_m"]].to_numpy(float), axis=0).max(initial=0.0)
+        for _, path in positions.groupby("client"):
+            xy = path[["x_m", "y_m"]].to_numpy(float)
+            jump = np.hypot(*np.diff(xy, axis=0).T) > 0.4 * span
+            xy = np.insert(xy, np.flatnonzero(jump) + 1, np.nan, axis=0)
+            ax.plot(xy[:, 0], xy[:, 1], color="0.6", lw=0.6, zorder=0)
     cells = clients["cell"].fillna(0).to_numpy(int)
     ax.scatter(clients["x_m"], clients["y_m"], c=cells % 20, cmap="tab20", s=8)
     ax.set_aspect("equal")

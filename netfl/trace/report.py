@@ -271,6 +271,8 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
         )
         page.table(load, "load", index=False)
     page.figure("layout", lambda: plots.layout(run))
+    if "n_handovers" in run.clients:
+        page.text(_mobility_text(run))
     page.figure("sinr_cdf", lambda: plots.sinr_cdf(run))
     if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
@@ -358,3 +360,28 @@ def write_comparison(
     page.heading("Runs")
     page.table(table, "runs", index=False)
     return page.write(), messages
+
+
+def _mobility_text(run: Run) -> str:
+    """The handover rate of the moving devices (``clients.parquet`` counters)."""
+    clients, hours = run.clients, float(run.summary["sim_time_s"]) / 3600.0
+    moving = clients[clients["group"].isin(_moving_groups(run))]
+    n = len(moving)
+    handovers = int(moving["n_handovers"].sum())
+    rate = handovers / (n * hours) if n and hours > 0 else float("nan")
+    return (
+        f"Mobility: {n} moving devices made {handovers} handovers ({rate:.1f} per device-hour),"
+        f" {int(moving['n_ping_pongs'].sum())} of them ping-pongs, and"
+        f" {int(moving['n_radio_link_failures'].sum())} radio link failures"
+        " (grey lines: their trajectories)."
+    )
+
+
+def _moving_groups(run: Run) -> set[str]:
+    import yaml
+
+    scenario = yaml.safe_load((run.path / "scenario.resolved.yaml").read_text(encoding="utf-8"))
+    groups = scenario.get("devices", {}).get("groups", [])
+    return {
+        str(g.get("name")) for g in groups if (g.get("mobility") or {}).get("model") != "static"
+    }

@@ -45,6 +45,7 @@ KINDS: dict[str, str] = {
     "upload_end": "model upload from a client completes (arrived at the server)",
     "deadline_miss": "a client's upload did not arrive before the round deadline (or T_final)",
     "drop": "a client left mid-round; its work is lost",
+    "radio_link_lost": "a client's transfer was lost with its radio link (moving devices)",
     "cancel": "the server stopped a client's work: enough updates arrived (over-selection)"
     " or a poll timed out",
     "poll_download_start": "a strategy's poll: model download to a polled client begins",
@@ -65,6 +66,16 @@ KINDS: dict[str, str] = {
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
     "background_flow_end": "a background (non-FL) transfer completes",
+    "handover": (
+        "a moving device handed over (Event A3): optional columns `source_cell`, `cell`"
+        " (the target), `ping_pong`; duration_s: the interruption of its transfers"
+    ),
+    "radio_link_failure": (
+        "a moving device's radio link failed (SINR below Qout for T310): its transfers are"
+        " lost; optional column `cell`: the cell lost"
+    ),
+    "reattach": "after a radio link failure, the device is attached again (`cell`)",
+    "position": "a moving device's position (`x_m`, `y_m`), every output.trajectory_every_s",
     "rb_allocation": (
         "a flow's resource blocks change: it holds `n_rb` RBs from now on (0 releases them);"
         " optional columns `flow`, `direction` ('ul'/'dl'), `cell`, `n_rb_total`"
@@ -76,17 +87,23 @@ VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
 
 #: Columns only some runs have, appended after the value columns when any event sets them,
 #: null in the other rows: RB allocations of the LTE model (``RB_COLUMNS``), and the local
-#: SGD steps asked and done on ``compute_end`` under ``fl.partial_work`` (``STEP_COLUMNS``).
+#: SGD steps asked and done on ``compute_end`` under ``fl.partial_work`` (``STEP_COLUMNS``),
+#: and the handovers and positions of moving devices (``MOBILITY_COLUMNS``).
 OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb": pa.float64(),
     "n_rb_total": pa.float64(),
     "flow": pa.int64(),
     "direction": pa.string(),
     "cell": pa.int64(),
+    "source_cell": pa.int64(),
+    "ping_pong": pa.bool_(),
+    "x_m": pa.float64(),
+    "y_m": pa.float64(),
     "steps_planned": pa.int32(),
     "steps_done": pa.int32(),
 }
 RB_COLUMNS = ("n_rb", "n_rb_total", "flow", "direction", "cell")
+MOBILITY_COLUMNS = ("cell", "source_cell", "ping_pong", "x_m", "y_m")
 STEP_COLUMNS = ("steps_planned", "steps_done")
 
 SCHEMA = pa.schema(
