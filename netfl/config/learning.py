@@ -18,7 +18,8 @@ from netfl.config.base import (
 from netfl.errors import Problem
 
 if TYPE_CHECKING:
-    from netfl.config.scenario import Scenario
+    from netfl.config.devices import DevicesConfig
+    from netfl.config.fl import FLConfig
 
 
 class SyntheticParams(StrictModel):
@@ -284,11 +285,13 @@ class LearningConfig(StrictModel):
         return self
 
 
-def learning_problems(scenario: Scenario) -> list[Problem]:
-    """Constraints between ``learning`` and other sections (called by ``cross_checks``)."""
-    learning = scenario.learning
+def learning_problems(
+    learning: LearningConfig | None, fl: FLConfig, devices: DevicesConfig
+) -> list[Problem]:
+    """Constraints between ``learning`` and the ``fl`` and ``devices`` sections (called by
+    the scenario's ``cross_checks``)."""
     if learning is None:
-        return _without_learning(scenario)
+        return _without_learning(fl)
     if learning.partition.kind not in SIZE_SETTING_KINDS:
         return []
     return [
@@ -297,26 +300,26 @@ def learning_problems(scenario: Scenario) -> list[Problem]:
             f"learning.partition.kind {learning.partition.kind} sets every device's data"
             " size itself; remove n_samples (the sizes appear in clients.parquet)",
         )
-        for index, group in enumerate(scenario.devices.groups)
+        for index, group in enumerate(devices.groups)
         if group.n_samples is not None
     ]
 
 
-def _without_learning(scenario: Scenario) -> list[Problem]:
+def _without_learning(fl: FLConfig) -> list[Problem]:
     """``learning: none`` has no local steps to cut short and no models to aggregate."""
     problems = []
-    if scenario.fl.partial_work:
+    if fl.partial_work:
         problems.append(
             Problem(
                 "fl.partial_work",
                 "partial work counts local SGD steps, and learning is none; set learning",
             )
         )
-    if scenario.fl.aggregation.name != "fedavg":
+    if fl.aggregation.name != "fedavg":
         problems.append(
             Problem(
                 "fl.aggregation.name",
-                f"'{scenario.fl.aggregation.name}' aggregates models, and learning is none;"
+                f"'{fl.aggregation.name}' aggregates models, and learning is none;"
                 " set learning or use fedavg",
             )
         )
