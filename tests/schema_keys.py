@@ -234,6 +234,8 @@ def hostile_values(key: SchemaKey) -> list[Any]:
         values += [[None], ["x"] * 3, [10**30]]
     if any(get_origin(m) is dict for m in members):
         values += [{"x": {"y": [1, 2]}}, {"": None}]
+    if any(get_origin(m) is tuple for m in members):  # a point: [x, y]
+        values += [[1.0], [1.0, 2.0, 3.0], [math.nan, 0.0], [1e308, -math.inf], ["x", "y"]]
     return values
 
 

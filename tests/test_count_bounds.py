@@ -53,6 +53,9 @@ UNBOUNDED = {
     "learning.eval_every_rounds": ("free", "a period: a larger one is cheaper"),
     "learning.max_parallel_clients": ("free", "a cap: above the round's clients it is them"),
     "output.progress_every_rounds": ("free", "a period: a larger one is cheaper"),
+    "radio.handover.filter_coefficient": ("checked", "one of TS 36.331's filterCoefficient values"),
+    "radio.handover.n310": ("checked", "one of TS 36.331's n310 values"),
+    "radio.handover.n311": ("checked", "one of TS 36.331's n311 values"),
 }
 
 
