@@ -88,7 +88,7 @@ def test_an_upload_alone_in_an_idle_layout_takes_bits_over_its_noise_limited_rat
     radio = network.radio
     gain = network.devices.gain_mw[client, cell]
     snr = network.devices.ul_power_mw[client] * gain / radio.noise_rb_mw[UL]
-    rate = float(radio.rate_per_rb(np.array(snr))) * radio.n_rb[UL]
+    rate = float(radio.rate_per_rb(np.array(snr), UL)) * radio.n_rb[UL]
     proc = network.upload(env, client, 4.0e6)
     env.run(until=proc)
     assert proc.value.duration_s == pytest.approx(4.0e6 / rate, rel=1e-9)
@@ -102,7 +102,7 @@ def test_uploads_in_different_cells_do_not_share_resource_blocks():
     b = int(np.flatnonzero(serving != serving[a])[0])
     same = int(np.flatnonzero(serving == serving[a])[1])
     procs = [network.upload(env, c, 4.0e6) for c in (a, b, same)]
-    env.run(until=env.timeout(1e-9))
+    env.run(until=env.timeout(network.radio.first_grant_s + 1e-9))  # after the first grants
     loads = {cell: len(s.active) for cell, s in enumerate(network.schedulers[UL]) if s.active}
     assert loads == {int(serving[a]): 2, int(serving[b]): 1}
     env.run(until=env.all_of(procs))

@@ -51,7 +51,7 @@ def test_a_lone_upload_takes_bits_over_the_nominal_rate():
     out: dict[int, Transfer] = {}
     _transfer(env, net.upload(env, 3, BITS), out, 3)
     env.run()
-    assert out[3].start_s == 0.0
+    assert out[3].start_s == net.air.first_grant_s  # its first uplink grant (lte_tbs)
     assert out[3].duration_s == pytest.approx(BITS / net.rate_ul_bps[3])
 
 
@@ -64,7 +64,8 @@ def test_concurrent_uploads_share_the_rbs():
     env.run()
     # Equal RB shares: each transfer's RB-seconds add up to the band's busy time.
     rb_seconds = sum(BITS / net.channels.rate_per_rb_ul_bps[c] for c in (0, 1))
-    assert max(t.end_s for t in out.values()) == pytest.approx(rb_seconds / net.uplink.n_rb)
+    busy_s = max(t.end_s for t in out.values()) - net.air.first_grant_s  # both wait one grant
+    assert busy_s == pytest.approx(rb_seconds / net.uplink.n_rb)
     assert all(t.duration_s > BITS / net.rate_ul_bps[c] for c, t in out.items())
 
 
@@ -168,7 +169,9 @@ def test_proportional_fair_with_rayleigh_beats_round_robin_for_concurrent_flows(
     ends = {}
     for policy in ("equal", "proportional_fair"):
         data = _scenario(fast_fading="rayleigh", uplink={"scheduler": policy})
-        data["cell"]["radius_m"] = 1500.0  # low SNR: below the rho_max cap
+        # Low SNR, below the rho_max cap of Shannon with loss: the linear regime.
+        data["cell"]["radius_m"] = 1500.0
+        data["radio"]["rate_mapping"] = {"kind": "shannon_with_loss"}
         env, build = _build(data)
         procs = [build.network.upload(env, c, BITS) for c in range(4)]
         env.run()

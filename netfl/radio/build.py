@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import simpy
 
+from channel_models.lte import LteTbs
 from channel_models.nr import NrCqi
 from channel_models.protocol import OutOfValidityError
 from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config import Scenario
-from netfl.config.radio import FixedRadioConfig, LinkConfig, LteRadioConfig
+from netfl.config.radio import RB_BANDWIDTH_HZ, FixedRadioConfig, LinkConfig, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import RadioWarning, ScenarioError
 from netfl.radio import cell
@@ -58,8 +59,24 @@ def drop(scenario: Scenario, rng: np.random.Generator, n: int) -> tuple[np.ndarr
     return how[c.drop](n, c.radius_m, c.min_distance_m, rng)
 
 
-def rate_mapping(config: LteRadioConfig) -> RateMapping:
+def rate_mapping(config: LteRadioConfig, direction: str = "uplink") -> RateMapping:
+    """The SINR -> rate mapping of one direction (``uplink``/``downlink``; only ``lte_tbs``
+    differs between them: MCS tables, overheads, the RBs its transport blocks span)."""
     m = config.rate_mapping
+    if m.kind == "lte_tbs":
+        link = config.uplink if direction == "uplink" else config.downlink
+        return LteTbs(
+            direction,
+            min(link.flow_rb_cap, 110),
+            m.target_bler,
+            m.implementation_loss_db,
+            m.dl_control_symbols,
+            m.dl_crs_ports,
+            m.ul_srs_period_ms,
+            m.ul_pucch_rb_fraction,
+            m.packet_payload_bytes,
+            m.packet_header_bytes,
+        )
     if m.kind == "shannon_with_loss":
         return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
     if m.kind == "lte_cqi":
@@ -78,7 +95,7 @@ class CellRadio:
         assert isinstance(config, LteRadioConfig)
         c = scenario.cell
         self.config = config
-        self.mapping = rate_mapping(config)
+        self.mappings = {d: rate_mapping(config, d) for d in DIRECTIONS}
         self.air = air_interface(config)
         self.propagation = Propagation(
             channel_models().load(config.channel_model),
@@ -127,7 +144,10 @@ class CellRadio:
     def rate_per_rb(self, sinr_db_values: np.ndarray, direction: str) -> np.ndarray:
         """Scheduler rate of one RB: the air interface's time share and overhead applied."""
         rate = rate_per_rb_bps(
-            self.mapping, sinr_db_values, self.config.fast_fading, self.air.rb_bandwidth_hz
+            self.mappings[direction],
+            sinr_db_values,
+            self.config.fast_fading,
+            self.air.rb_bandwidth_hz,
         )
         factor = self.air.rate_factor(direction)
         return rate if factor == 1.0 else rate * factor
@@ -144,8 +164,9 @@ class CellRadio:
             x, y = drop(scenario, rng, n)
             geometry = self.propagation.draw(x, y, rng, rng)
             sinr = self.sinr_db(geometry, direction)
+            mapping = self.mappings[direction]
             diversity = [
-                diversity_gain(self.mapping, float(db_to_linear(s))) if pf else None for s in sinr
+                diversity_gain(mapping, float(db_to_linear(s))) if pf else None for s in sinr
             ]
             return self.rate_per_rb(sinr, direction), diversity
 
@@ -244,6 +265,24 @@ def _coverage(scenario: Scenario, channels: Channels) -> None:
     warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
 
 
+def _block_fading_outage(scenario: Scenario, mappings: dict[str, RateMapping]) -> None:
+    """Under ``rayleigh_block`` one fade holds for a whole transfer: a mapping with a lowest
+    MCS (or CQI) gives a deep fade a zero rate, and a round without a deadline or a time
+    budget would then never end (issue 26: the standard LTE mapping has such a floor)."""
+    fl, radio = scenario.fl, scenario.radio
+    assert isinstance(radio, LteRadioConfig)
+    if radio.fast_fading != "rayleigh_block" or {fl.deadline_s, fl.time_budget_s} != {None}:
+        return
+    if any(float(m.rate_bps(np.array([1e-6]), RB_BANDWIDTH_HZ)[0]) <= 0 for m in mappings.values()):
+        raise ScenarioError.single(
+            "radio.fast_fading",
+            "rayleigh_block can fade a transfer below the rate mapping's lowest MCS (rate 0)"
+            " for its whole duration, and then the round never ends: set fl.deadline_s or"
+            " fl.time_budget_s, use fast_fading: rayleigh, or a mapping without a floor"
+            " (shannon_with_loss)",
+        )
+
+
 class Backhaul:
     """One :class:`BackhaulLink` per edge of the topology, shared by every path across it."""
 
@@ -292,6 +331,7 @@ def _lte(
         radio.rate_per_rb(sinr["downlink"], "downlink"),
     )
     _coverage(scenario, channels)
+    _block_fading_outage(scenario, radio.mappings)
     links = {"uplink": config.uplink, "downlink": config.downlink}
     schedulers = {d: FluidScheduler(env, links[d].rb_count, links[d].scheduler) for d in links}
     if config.record_rb_allocations:
@@ -303,7 +343,7 @@ def _lte(
         uplink=schedulers["uplink"],
         downlink=schedulers["downlink"],
         channels=channels,
-        mapping=radio.mapping,
+        mappings=radio.mappings,
         rb_cap_ul=config.uplink.flow_rb_cap,
         rb_cap_dl=config.downlink.flow_rb_cap,
         fast_fading=config.fast_fading,
@@ -356,7 +396,7 @@ def _multicell(
             timeline,
             n,
             channel_models().load(config.channel_model),
-            rate_mapping(config),
+            {d: rate_mapping(config, d) for d in DIRECTIONS},
             lambda site: backhaul.path(sites[site]),
         )
     except OutOfValidityError as exc:

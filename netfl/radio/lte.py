@@ -82,7 +82,7 @@ class LteNetwork:
         uplink: FluidScheduler,
         downlink: FluidScheduler,
         channels: Channels,
-        mapping: RateMapping,
+        mappings: dict[str, RateMapping],
         rb_cap_ul: float,
         rb_cap_dl: float,
         fast_fading: FastFading = "none",
@@ -95,7 +95,7 @@ class LteNetwork:
         self.env = env
         self.uplink, self.downlink = uplink, downlink
         self.channels = channels
-        self.mapping = mapping
+        self.mappings = mappings  # per direction, "uplink"/"downlink"
         self.rb_cap_ul, self.rb_cap_dl = rb_cap_ul, rb_cap_dl
         self.fast_fading = fast_fading
         self.fading_rng = fading_rng
@@ -174,7 +174,8 @@ class LteNetwork:
             fade = self.fading_rng.exponential()
             sinr = db_to_linear(sinr_db[client]) * fade
             direction_name = "uplink" if direction == "ul" else "downlink"
-            rate = float(self.mapping.rate_bps(sinr, self.air.rb_bandwidth_hz))
+            mapping = self.mappings[direction_name]
+            rate = float(mapping.rate_bps(sinr, self.air.rb_bandwidth_hz))
             rate *= self.air.rate_factor(direction_name)
         elif self.fast_fading == "rayleigh" and scheduler.policy == "proportional_fair":
             # Multi-user diversity exists only under proportional fair (as for background
@@ -182,7 +183,8 @@ class LteNetwork:
             key = (direction, client)
             if key not in self._diversity:
                 self._diversity[key] = diversity_gain(
-                    self.mapping, float(db_to_linear(sinr_db[client]))
+                    self.mappings["uplink" if direction == "ul" else "downlink"],
+                    float(db_to_linear(sinr_db[client])),
                 )
             diversity = self._diversity[key]
         rate *= float(self.round_factor[client])

@@ -40,7 +40,7 @@ import simpy
 
 from channel_models.rate import RateMapping, linear_to_db
 from netfl.config import Scenario
-from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
+from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig, LteTbsConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.features import Feature
 from netfl.radio.cell import drop_uniform_area
@@ -63,11 +63,14 @@ def _mw(dbm: np.ndarray | float) -> np.ndarray:
 class MultiCellRadio:
     """The layout, its propagation environment and the per-RB budgets of both directions."""
 
-    def __init__(self, scenario: Scenario, channel: Any, mapping: RateMapping) -> None:
+    def __init__(self, scenario: Scenario, channel: Any, mappings: dict[str, RateMapping]) -> None:
         config = scenario.radio
         assert isinstance(config, LteRadioConfig)
         c = scenario.cell
-        self.config, self.cell, self.mapping = config, c, mapping
+        self.config, self.cell = config, c
+        self.mappings = {UL: mappings["uplink"], DL: mappings["downlink"]}
+        m = config.rate_mapping
+        self.first_grant_s = m.ul_first_grant_latency_s if isinstance(m, LteTbsConfig) else 0.0
         self.layout: Layout = layout_from_config(c)
         self.environment = Environment(
             channel,
@@ -128,8 +131,10 @@ class MultiCellRadio:
             return _mw(np.full(np.shape(coupling_loss_db), full))
         return _mw(np.minimum(full, up.p0_dbm + up.alpha * np.asarray(coupling_loss_db)))
 
-    def rate_per_rb(self, sinr_linear: np.ndarray) -> np.ndarray:
-        return rate_per_rb_bps(self.mapping, linear_to_db(sinr_linear), self.config.fast_fading)
+    def rate_per_rb(self, sinr_linear: np.ndarray, direction: str) -> np.ndarray:
+        return rate_per_rb_bps(
+            self.mappings[direction], linear_to_db(sinr_linear), self.config.fast_fading
+        )
 
 
 class CellScheduler(FluidScheduler):
@@ -237,7 +242,7 @@ class MultiCellNetwork:
         self.env, self.radio, self.state, self.devices = env, radio, state, devices
         self.schedulers, self.backhaul = schedulers, backhaul
         self.cell_site = radio.layout.cell_site
-        rates = {d: radio.rate_per_rb(nominal_sinr[d]) for d in (UL, DL)}
+        rates = {d: radio.rate_per_rb(nominal_sinr[d], d) for d in (UL, DL)}
         self.rate_per_rb_nominal = rates
         #: Nominal rates: alone in its cell with its full RB allocation, at the nominal
         #: interference (every other cell loaded, see build_multicell).
@@ -280,14 +285,16 @@ class MultiCellNetwork:
         d, cell = self.devices, int(self.devices.serving[client])
         gain, power = d.gain_mw[client], float(d.ul_power_mw[client])
         sinr = self.state.ul_sinr(gain, power, cell)
-        rate = float(self.radio.rate_per_rb(np.array(sinr)))
+        rate = float(self.radio.rate_per_rb(np.array(sinr), UL))
         scheduler = self.schedulers[UL][cell]
         scheduler.pending = power * gain
         return scheduler, Flow(bits, rate, self.radio.rb_cap[UL], client=client)
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
-        scheduler, flow = self._ul_flow(client, bits)
         try:
+            if self.radio.first_grant_s > 0:  # the first uplink grant (netfl.radio.air)
+                yield self.env.timeout(self.radio.first_grant_s)
+            scheduler, flow = self._ul_flow(client, bits)
             yield from _leg(scheduler, flow)
             for link in self.backhaul[int(self.cell_site[self.devices.serving[client]])]:
                 yield from link.carry(bits)
@@ -330,7 +337,7 @@ class MultiCellNetwork:
                 start = first if math.isnan(start) else start
             gains = self.devices.gain_mw[clients]
             sinr = min(self.state.dl_sinr(g, cell) for g in gains)
-            rate = float(self.radio.rate_per_rb(np.array(sinr)))
+            rate = float(self.radio.rate_per_rb(np.array(sinr), DL))
             flow = Flow(bits, rate, self.radio.rb_cap[DL], client=clients[0])
             yield from _leg(self.schedulers[DL][cell], flow)
         except simpy.Interrupt:
@@ -389,7 +396,7 @@ class CellUsers:
                 power = float(self.radio.ul_power_rb_mw(-10 * np.log10(gain[cell])))
                 sinr = self.state.ul_sinr(gain, power, cell)
                 contribution = power * gain
-            rate = float(self.radio.rate_per_rb(np.array(sinr)))
+            rate = float(self.radio.rate_per_rb(np.array(sinr), self.scheduler.direction))
             if rate > 0:
                 self.scheduler.pending = contribution
                 return rate, None
@@ -423,14 +430,14 @@ def build_multicell(
     timeline: Any,
     n: int,
     channel: Any,
-    mapping: RateMapping,
+    mappings: dict[str, RateMapping],
     backhaul: Callable[[int], list[BackhaulLink]],
 ) -> tuple[MultiCellNetwork, dict[str, Any], list[Any]]:
     """The network for ``n`` FL devices, their ``clients.parquet`` columns and the
     background sources (``backhaul(site)``: the links from a site to the aggregator)."""
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
-    radio = MultiCellRadio(scenario, channel, mapping)
+    radio = MultiCellRadio(scenario, channel, mappings)
     xy, heights = radio.drop(n, streams.get("radio.heights"), streams.get("radio.drop"))
     gains = radio.gains(xy, heights, streams.get("radio.los"), streams.get("radio.shadowing"))
     serving = gains.serving_cell
