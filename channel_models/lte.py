@@ -33,7 +33,12 @@ numpy only. What an LTE cell delivers per resource block (RB) and 1 ms subframe
    times ``1 - BLER(SINR)`` (the error probability of the MCS at that SINR, at most the
    target); the MCS of the largest goodput is chosen. The choice and its goodput are
    tabulated on a 0.01 dB SINR grid (``GRID_DB``), so a rate costs one lookup.
-5. **Overheads above the PHY.** Uplink RBs at the band edges carry the PUCCH (TS 36.211
+5. **Below MCS 0** (``power_rbs`` > 1, the uplink): a power-limited device concentrates
+   its power on fewer RBs (TS 36.213 Sec. 5.1.1.1: ``P_PUSCH = min(P_CMAX, 10 log10 M +
+   ...)``). The energy per bit is what counts there, so netfl's goodput per RB (of the
+   allocation the power was spread over) falls in proportion to the SINR, down to the SINR
+   at which the whole power on one RB reaches MCS 0's threshold; below, 0.
+6. **Overheads above the PHY.** Uplink RBs at the band edges carry the PUCCH (TS 36.211
    Sec. 5.4), ``ul_pucch_rb_fraction`` of the band; every IP packet of
    ``packet_payload_bytes`` carries ``packet_header_bytes`` of IP, TCP/UDP, PDCP, RLC and MAC
    headers.
@@ -203,7 +208,9 @@ class LteTbs(RateMapping):
     """SINR -> rate of one RB through MCS, TBS and the overheads of one direction.
 
     ``n_prb`` is the allocation the transport-block sizes are read for (a transfer's RBs
-    when it is alone). See the module docstring for every step and its source.
+    when it is alone); ``power_rbs`` the RBs the transmit power is spread over, which a
+    device below MCS 0 may concentrate on fewer (1: none). See the module docstring for
+    every step and its source.
 
     >>> up = LteTbs("uplink", n_prb=50)
     >>> int(up.mcs(np.array([10 ** (10 / 10)]))[0])  # 10 dB
@@ -222,6 +229,7 @@ class LteTbs(RateMapping):
     ul_pucch_rb_fraction: float = 0.08
     packet_payload_bytes: int = PAYLOAD_BYTES
     packet_header_bytes: int = HEADER_BYTES
+    power_rbs: int = 1
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -230,6 +238,8 @@ class LteTbs(RateMapping):
             raise ValueError(f"target_bler must be in (0, 1), got {self.target_bler}")
         if not 0 <= self.ul_pucch_rb_fraction < 1:
             raise ValueError("ul_pucch_rb_fraction must be in [0, 1)")
+        if self.power_rbs < 1:
+            raise ValueError(f"power_rbs must be positive, got {self.power_rbs}")
         if self.packet_payload_bytes <= 0 or self.packet_header_bytes < 0:
             raise ValueError("packet_payload_bytes > 0 and packet_header_bytes >= 0 required")
         data_res_per_prb(self.direction, self.dl_control_symbols, self.dl_crs_ports)
@@ -351,7 +361,15 @@ def _tabulate(mapping: LteTbs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     db = np.arange(GRID_DB[0], GRID_DB[1] + GRID_DB[2] / 2, GRID_DB[2])
     goodput = mapping._goodput_bits(db)
     best = np.where(goodput.max(axis=-1) > 0, np.argmax(goodput, axis=-1), -1)
-    return db, best, goodput.max(axis=-1)
+    bits = goodput.max(axis=-1)
+    # Below MCS 0: the device puts its power on fewer RBs (power_rbs / k of them, k up to
+    # power_rbs); the energy per bit is what counts there, so the goodput per RB of the
+    # full allocation falls in proportion to the SINR (MCS 0 on the concentrated RBs).
+    first = int(np.argmax(best >= 0))
+    concentrated = (best < 0) & (db >= db[first] - 10 * np.log10(mapping.power_rbs))
+    bits = np.where(concentrated, bits[first] * 10 ** ((db - db[first]) / 10), bits)
+    best = np.where(concentrated, 0, best)
+    return db, best, bits
 
 
 LTE_TBS = LteTbs()

@@ -113,6 +113,23 @@ def test_uplink_peak_rate_is_the_largest_transport_block():
     assert mapping.rate_bps(np.array([1e-2]), 180e3)[0] == 0.0  # below MCS 0: no coverage
 
 
+def test_below_mcs_0_a_device_concentrates_its_power():
+    # Spread over 50 RBs, a device below MCS 0's threshold puts its power on fewer RBs:
+    # the goodput per RB of the 50 falls with the SINR, to 0 once one RB cannot reach MCS 0.
+    mapping = LteTbs("uplink", n_prb=50, power_rbs=50)
+    threshold_db = mapping.mcs_thresholds_db[0]
+
+    def rate(db: float) -> float:
+        return float(mapping.rate_bps(np.array([10 ** (db / 10)]), 180e3)[0])
+
+    assert rate(threshold_db - 3) == pytest.approx(rate(threshold_db + 0.005) / 2, rel=0.01)
+    assert rate(threshold_db - 10 * np.log10(50) + 0.05) > 0
+    assert rate(threshold_db - 10 * np.log10(50) - 0.05) == 0
+    assert (
+        LteTbs("uplink", n_prb=50).rate_bps(np.array([10 ** ((threshold_db - 1) / 10)]), 1)[0] == 0
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.sampled_from(["uplink", "downlink"]),

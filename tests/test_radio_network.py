@@ -156,8 +156,11 @@ def test_fluctuation_draws_within_one_sigma_and_is_off_by_default():
 
 def test_block_fading_changes_each_transfer_reproducibly():
     durations = []
+    data = _scenario(fast_fading="rayleigh_block")
+    # A fade below MCS 0 would hold a transfer at rate 0: block fading needs a deadline.
+    data["fl"]["deadline_s"] = 60.0
     for _ in range(2):
-        env, build = _build(_scenario(fast_fading="rayleigh_block"))
+        env, build = _build(data)
         procs = [build.network.upload(env, 0, BITS) for _ in range(3)]
         env.run()
         durations.append([p.value.duration_s for p in procs])

@@ -59,9 +59,10 @@ def drop(scenario: Scenario, rng: np.random.Generator, n: int) -> tuple[np.ndarr
     return how[c.drop](n, c.radius_m, c.min_distance_m, rng)
 
 
-def rate_mapping(config: LteRadioConfig, direction: str = "uplink") -> RateMapping:
+def rate_mapping(config: LteRadioConfig, direction: str) -> RateMapping:
     """The SINR -> rate mapping of one direction (``uplink``/``downlink``; only ``lte_tbs``
-    differs between them: MCS tables, overheads, the RBs its transport blocks span)."""
+    differs between them: MCS tables, overheads, the RBs its transport blocks span, and the
+    uplink's power concentration below MCS 0)."""
     m = config.rate_mapping
     if m.kind == "lte_tbs":
         link = config.uplink if direction == "uplink" else config.downlink
@@ -76,6 +77,7 @@ def rate_mapping(config: LteRadioConfig, direction: str = "uplink") -> RateMappi
             m.ul_pucch_rb_fraction,
             m.packet_payload_bytes,
             m.packet_header_bytes,
+            link.power_rbs if direction == "uplink" else 1,
         )
     if m.kind == "shannon_with_loss":
         return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
