@@ -21,12 +21,12 @@ numpy only. What an LTE cell delivers per resource block (RB) and 1 ms subframe
    QAM sits from that bound at BLER 0.1, fitted to the AWGN link-level curves of the
    Vienna LTE link-level simulator (Mehlführer et al. 2009) as tabulated in ns-3 LENA's MIESM
    error model (Mezzavilla et al. 2012); ``docs/radio.md`` ("LTE link abstraction") has the
-   fit. Uplink: the eNB measures the SINR and grants, among the MCS of TS 36.213 Table
-   8.6.1-1 that decode at the target, the one of the largest goodput (step 4). Downlink:
-   the UE reports the highest CQI (TS 36.213 Table 7.2.3-1) whose corresponding
-   (modulation, TBS) decodes at the target -- the MCS of Table 7.1.7.1-1 with the CQI's
-   modulation and the code rate on the REs closest to the CQI's (Sec. 7.2.3) -- and the
-   eNB sends that MCS. No MCS above a code rate of 0.930 is used (TS 36.213 Sec. 7.1.7).
+   fit. The eNB grants, among the MCS that decode at the target (uplink: TS 36.213 Table
+   8.6.1-1; downlink: Table 7.1.7.1-1), the one of the largest goodput (step 4): uplink
+   from the SINR it measures; downlink from the device's CQI reports (TS 36.213 Sec. 7.2.3,
+   Table 7.2.3-1), which outer-loop link adaptation corrects with the HARQ feedback until
+   the BLER meets the target -- netfl takes the MCS it converges to, not the CQI table's
+   15 steps. No MCS above a code rate of 0.930 is used (TS 36.213 Sec. 7.1.7).
 3. **Transport block size** ``TBS(I_TBS, N_PRB)`` from TS 36.213 Table 7.1.7.2.1-1
    (``data/ts36213_tbs.csv``), for ``N_PRB`` = the RBs a transfer holds alone.
 4. **HARQ.** A block that fails is sent again on the same RBs, so the goodput is the TBS
@@ -69,11 +69,6 @@ MAX_CODE_BLOCK_BITS = 6144
 #: nothing decodes, above it the largest block always does.
 GRID_DB = (-30.0, 60.0, 0.01)
 
-#: TS 36.213 Table 7.2.3-1: (modulation order, code rate x 1024) of CQI 1..15.
-CQI_TABLE = (
-    (2, 78), (2, 120), (2, 193), (2, 308), (2, 449), (2, 602), (4, 378), (4, 490),
-    (4, 616), (6, 466), (6, 567), (6, 666), (6, 772), (6, 873), (6, 948),
-)  # fmt: skip
 #: TS 36.213 Table 7.1.7.1-1 (PDSCH): modulation order and TBS index of MCS 0..28.
 DL_MCS_QM = np.array([2] * 10 + [4] * 7 + [6] * 12)
 DL_MCS_ITBS = np.array([*range(0, 10), *range(9, 16), *range(15, 27)])
@@ -280,33 +275,10 @@ class LteTbs(RateMapping):
         }
 
     @cached_property
-    def cqi_mcs(self) -> np.ndarray:
-        """Downlink: the MCS that corresponds to each CQI 1..15 (TS 36.213 Sec. 7.2.3): the
-        CQI's modulation and the code rate on this allocation's REs closest to the CQI's
-        (the smaller TBS on a tie), among the usable MCS; -1 where none is usable."""
-        table = self._mcs
-        rate = table["efficiency"] / table["qm"]
-        out = []
-        for qm, r1024 in CQI_TABLE:
-            candidates = np.flatnonzero((table["qm"] == qm) & table["usable"])
-            if candidates.size == 0:
-                out.append(-1)
-                continue
-            distance = np.abs(rate[candidates] - r1024 / 1024)
-            best = candidates[distance == distance.min()]
-            out.append(int(best[np.argmin(table["tbs"][best])]))
-        return np.array(out)
-
-    @cached_property
     def mcs_thresholds_db(self) -> np.ndarray:
         """SINR (dB) from which each MCS 0..28 decodes at the target BLER; inf for an MCS
-        never used (above a 0.930 code rate; downlink: no CQI corresponds to it)."""
-        thresholds = self._mcs["threshold_db"].copy()
-        if self.direction == "downlink":
-            used = np.zeros(29, dtype=bool)
-            used[self.cqi_mcs[self.cqi_mcs >= 0]] = True
-            thresholds[~used] = np.inf
-        return thresholds
+        above a code rate of 0.930."""
+        return self._mcs["threshold_db"]
 
     def _goodput_bits(self, sinr_db: np.ndarray) -> np.ndarray:
         """Expected bits per TTI of every MCS at each SINR, ``TBS (1 - BLER)``; 0 for an MCS

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from channel_models.lte import (
-    CQI_TABLE,
     DL_MCS_ITBS,
     FIRST_GRANT_LATENCY_S,
     UL_MCS_ITBS,
@@ -22,7 +21,6 @@ from channel_models.lte import (
     data_res_per_prb,
     tbs_bits,
 )
-from channel_models.nr import CQI_TABLE1
 from netfl.config.radio import LteRadioConfig, LteTbsConfig
 from netfl.radio.build import build_radio, rate_mapping
 from netfl.rng import Streams
@@ -49,8 +47,6 @@ def test_mcs_tables_of_ts36213():
     # MCS 10/11 share 10 and 20/21 share 19; both end at I_TBS 26.
     assert DL_MCS_ITBS[[9, 10, 16, 17, 28]].tolist() == [9, 9, 15, 15, 26]
     assert UL_MCS_ITBS[[10, 11, 20, 21, 28]].tolist() == [10, 10, 19, 19, 26]
-    # TS 36.213 Table 7.2.3-1 is TS 38.214 Table 5.2.2.1-2 (NR kept LTE's 64QAM CQI table).
-    assert CQI_TABLE == CQI_TABLE1
 
 
 @pytest.mark.parametrize(
@@ -93,15 +89,14 @@ def test_the_chosen_mcs_meets_the_target_at_its_threshold(direction):
     assert np.all(rate[used] <= 0.930)
 
 
-def test_downlink_mcs_corresponds_to_a_cqi_and_the_control_region_sets_the_top():
+def test_the_control_region_sets_the_downlink_top_mcs():
     # Two control symbols, two CRS ports: 132 REs; MCS 28 (I_TBS 26) on 50 PRBs is a code
-    # rate of 0.931, above 0.930, so CQI 15 selects MCS 27; with one control symbol
-    # (150 REs) it is 0.82 and CQI 15 selects MCS 28.
-    assert LteTbs("downlink", n_prb=50).cqi_mcs[-1] == 27
-    assert LteTbs("downlink", n_prb=50, dl_control_symbols=1).cqi_mcs[-1] == 28
-    mapping = LteTbs("downlink", n_prb=50)
-    chosen = set(mapping.mcs(np.logspace(-1, 3, 400)).tolist()) - {-1}
-    assert chosen <= set(mapping.cqi_mcs.tolist())
+    # rate of 0.931, above 0.930, so the downlink tops out at MCS 27; with one control
+    # symbol (150 REs) it is 0.82 and MCS 28 is used.
+    high = np.array([1e4])
+    assert LteTbs("downlink", n_prb=50).mcs(high)[0] == 27
+    assert LteTbs("downlink", n_prb=50, dl_control_symbols=1).mcs(high)[0] == 28
+    assert not np.isfinite(LteTbs("downlink", n_prb=50).mcs_thresholds_db[28])
 
 
 def test_uplink_peak_rate_is_the_largest_transport_block():
