@@ -70,7 +70,7 @@ def propagation_cost_ms(devices: int, repeat: int) -> float:
         start = time.perf_counter()
         xy = layout.drop_uniform(devices, preset.min_distance_m, rng)
         heights = drop_heights(devices, 0.8, rng)
-        link_gains(layout, xy, heights, env, rng, rng)
+        link_gains(layout, xy, heights, env, rng, rng, rng)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 

@@ -30,8 +30,9 @@ from typing import Any
 
 import simpy
 
+from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
 from netfl.radio.build import build_radio
-from netfl.radio.lte import LteNetwork
+from netfl.radio.cellular import CellularNetwork
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
@@ -48,8 +49,8 @@ def cell_scenario(n_clients: int, ftp_rate_hz: float) -> dict[str, Any]:
     return {
         "name": "radio-bench",
         "seed": 1,
-        "cell": {"radius_m": 250.0},
-        "radio": {"model": "lte", "uplink": {"tx_power_dbm": 23.0}},
+        "cell": {**ISOLATED_CELL, "radius_m": 250.0},
+        "radio": {**ISOLATED_RADIO, "uplink": {"tx_power_dbm": 23.0}},
         "traffic": {"sources": ftp, "record_flows": True},
         "devices": {"groups": [{"count": n_clients, "n_samples": 100}]},
         "fl": {"rounds": 1, "clients_per_round": 10, "model_size_bits": MODEL_BITS},
@@ -62,7 +63,7 @@ def uploads_per_second(n_clients: int, n_uploads: int, wave: int, ftp_rate_hz: f
     env = simpy.Environment()
     build = build_radio(scenario, env, Streams(scenario.seed), Timeline(), n_clients)
     network = build.network
-    assert isinstance(network, LteNetwork)
+    assert isinstance(network, CellularNetwork)
     done = [0]
 
     def waves() -> Generator[simpy.Event, Any, None]:
@@ -94,7 +95,8 @@ def network_only_seconds(model: str, repeat: int) -> float:
     uploads) straight on the network, without the FL server: the radio's cost per transfer."""
     scenario = scenario_from_data(
         {
-            "radio": {"model": model},
+            "cell": ISOLATED_CELL,
+            "radio": ISOLATED_RADIO if model == "lte" else {"model": model},
             "devices": {"groups": [{"count": 100, "n_samples": 5}]},
             "fl": {"model_size_bits": MODEL_BITS},
             "learning": None,
@@ -120,8 +122,8 @@ def network_only_seconds(model: str, repeat: int) -> float:
 #: The radio settings compared on the FL run: name -> ``radio`` section.
 RADIOS: dict[str, dict[str, Any]] = {
     "fixed": {"model": "fixed"},
-    "lte": {"model": "lte"},
-    "lte, RB log on": {"model": "lte", "record_rb_allocations": True},
+    "lte": ISOLATED_RADIO,
+    "lte, RB log on": {**ISOLATED_RADIO, "record_rb_allocations": True},
 }
 
 
@@ -129,6 +131,7 @@ def fl_run_seconds(radio: dict[str, Any], repeat: int) -> list[float]:
     data: dict[str, Any] = {
         "name": "bench",
         "seed": 3,
+        "cell": ISOLATED_CELL,
         "radio": radio,
         "devices": {"groups": [{"count": 100, "n_samples": 500}]},
         "fl": {"rounds": 100, "clients_per_round": 10, "model_size_bits": MODEL_BITS},

@@ -1,7 +1,7 @@
 """The RB scheduler at scale: processor sharing (O(log n) per event) against the general
 O(n) pass, side by side (issue 16 item 9).
 
-Timing-only LTE (``learning: none``, the default M.2135 UMi NLOS cell, equal sharing),
+Timing-only LTE (``learning: none``, an isolated M.2135 UMi NLOS cell, equal sharing),
 ``--devices`` devices (100,000 by default), ``--per-round`` clients per round, ``--rounds``
 rounds (30). The issue's 1,000,000 devices with ``request_fraction: 1`` hold a timeline the
 memory estimate at validation refuses on a 23 GiB machine (until the timeline streams).
@@ -19,7 +19,8 @@ import statistics
 import time
 from typing import Any
 
-import netfl.radio.build as radio_build
+import netfl.radio.cells as radio_cells
+from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
 from netfl.radio.scheduler import FluidScheduler
 from netfl.scenario import scenario_from_data
 from netfl.world import build_world
@@ -29,7 +30,8 @@ def scenario(devices: int, per_round: int, rounds: int) -> dict[str, Any]:
     return {
         "name": "scheduler-bench",
         "seed": 1,
-        "cell": {"radius_m": 500},
+        "cell": {**ISOLATED_CELL, "radius_m": 500},
+        "radio": ISOLATED_RADIO,
         "devices": {
             "groups": [{"name": "phones", "count": devices, "compute_sps": 100, "n_samples": 50}]
         },
@@ -40,14 +42,14 @@ def scenario(devices: int, per_round: int, rounds: int) -> dict[str, Any]:
 
 
 def run(data: dict[str, Any], scheduler: type) -> float:
-    radio_build.FluidScheduler = scheduler  # type: ignore[misc]
+    radio_cells.FluidScheduler = scheduler  # type: ignore[misc]
     try:
         start = time.perf_counter()
         world = build_world(scenario_from_data(data))
         world.env.run(until=world.env.process(world.server.run()))
         return time.perf_counter() - start
     finally:
-        radio_build.FluidScheduler = FluidScheduler  # type: ignore[misc]
+        radio_cells.FluidScheduler = FluidScheduler  # type: ignore[misc]
 
 
 def main() -> None:

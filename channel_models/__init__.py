@@ -59,6 +59,14 @@ CHANNEL_MODELS: dict[str, tuple[str, str]] = {
         "channel_models.tr38901:UMA_NLOS",
         "path loss: 3GPP TR 38.901 UMa NLOS (sigma 6 dB)",
     ),
+    "tr36873_umi": (
+        "channel_models.tr38901:UMI_3D",
+        "path loss: 3GPP TR 36.873 3D-UMi (its phase-1 calibration), LOS drawn per link (2-6 GHz)",
+    ),
+    "tr36873_uma": (
+        "channel_models.tr38901:UMA_3D",
+        "path loss: 3GPP TR 36.873 3D-UMa (its phase-1 calibration), LOS drawn per link (2-6 GHz)",
+    ),
     "shannon": ("channel_models.rate:SHANNON", "rate: Shannon capacity B log2(1 + SINR)"),
     "shannon_with_loss": (
         "channel_models.rate:SHANNON_WITH_LOSS",

@@ -216,16 +216,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         for line in exc.lines():
             print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from netfl.planning import describe
+
     if args.print_resolved:
         from netfl.resources import estimate_memory
 
         print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
+        for line in describe(scenario):
+            print(f"# {line}")
         print(dump_scenario(scenario), end="")
     else:
         print(
             f"{source}: ok ({scenario.devices.n_clients} clients, strategy"
             f" '{scenario.selection.name}')"
         )
+        print("\n".join(describe(scenario)))
     return EXIT_OK
 
 

@@ -3,6 +3,7 @@ command line's exit codes, and the warnings a scenario can raise."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -21,9 +22,30 @@ class NetflError(Exception):
     """Base class of errors caused by the user's input rather than by a bug."""
 
 
+LIMITS_PAGE = "docs/limits.md"
+"""What netfl does not model, and the nearest thing it does."""
+NOT_MODELLED = re.compile(
+    r"not (yet )?(supported|modell?ed|implemented)|unsupported|does not (support|model)"
+    r"|for now|cannot model",
+    re.IGNORECASE,
+)
+"""The words of a refusal that says netfl does not model something: such a
+:class:`Problem` points to :data:`LIMITS_PAGE` (tests/test_limits.py keeps every refusal
+in the code within these words)."""
+
+
+def pointing_to_limits(message: str) -> str:
+    """``message``, and where it says netfl does not model something, a pointer to the page
+    that lists what it does not model."""
+    if NOT_MODELLED.search(message) and LIMITS_PAGE not in message:
+        return f"{message} (what netfl does not model, and the nearest it does: {LIMITS_PAGE})"
+    return message
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong in a scenario: where (key, line, column) and what."""
+    """One thing wrong in a scenario: where (key, line, column) and what. A message that
+    says netfl does not model something points to :data:`LIMITS_PAGE`."""
 
     key: str | None
     message: str
@@ -31,6 +53,9 @@ class Problem:
     column: int | None = None
     source: str | None = None
     """Where this problem comes from when it differs from the error's (a ``--set``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", pointing_to_limits(self.message))
 
     def located(self, source: str | None) -> str:
         where = self.source or source or "<scenario>"
@@ -77,8 +102,9 @@ class ScenarioWarning(UserWarning):
     """A scenario that runs but probably not as intended (names the key)."""
 
 
-class RadioWarning(UserWarning):
-    """A scenario that runs but may not behave as intended (e.g. overloaded cell)."""
+class RadioWarning(ScenarioWarning):
+    """A scenario that runs but may not behave as intended (e.g. overloaded cell); a
+    scenario warning, so the command line shows it as one line naming the key."""
 
 
 class DatasetError(NetflError):

@@ -23,6 +23,9 @@ class Feature(StrEnum):
     UPDATE_VECTOR = "update_vector"
     UPDATE_SCALE = "update_scale"
     POLLED = "polled"
+    SPEED_MPS = "speed_mps"
+    SERVING_CELL = "serving_cell"
+    HANDOVERS = "handovers"
 
 
 #: Feature -> (who reports it and when, what it is).
@@ -46,7 +49,7 @@ DESCRIPTIONS: dict[Feature, tuple[str, str]] = {
         "oracle: the client's expected download + update + upload time this round, alone",
     ),
     Feature.CONTEXT: (
-        "with learning.contexts",
+        "with a strategy that requires data_context (nccb, k_linucb)",
         "the client's privacy-preserving context vector (NCCB's SimHash, Cao et al. 2022"
         " eqs. 5-7), one row per candidate",
     ),
@@ -65,6 +68,19 @@ DESCRIPTIONS: dict[Feature, tuple[str, str]] = {
         "lr x local SGD steps behind each update_vector row",
     ),
     Feature.POLLED: ("after any poll", "1.0 for the candidates that answered the poll"),
+    Feature.SPEED_MPS: (
+        "every round, when devices move (devices.groups.N.mobility)",
+        "the device's speed at the resource request, m/s (0 while pausing; static: 0)",
+    ),
+    Feature.SERVING_CELL: (
+        "every round, when devices move",
+        "the device's serving cell at the resource request (changes at handovers)",
+    ),
+    Feature.HANDOVERS: (
+        "every round, when devices move",
+        "handovers the device made since the run began (its serving-cell changes; the"
+        " difference between two reports is the changes in between)",
+    ),
 }
 
 

@@ -2,8 +2,9 @@
 
 Entries are declared as plain ``"module:attribute"`` strings in each subpackage's
 ``__init__`` (no import side effects); the target is imported only when used. A name of
-the form ``package.module:Class`` loads a user's own class. Third-party strategies can also
-register through the ``netfl.selection`` entry-point group.
+the form ``package.module:Class`` loads a user's own class. Installed packages can also
+register names through the entry-point groups ``netfl.selection``,
+``netfl.channel_models``, ``netfl.models`` and ``netfl.datasets`` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -77,19 +78,19 @@ def strategies() -> Registry:
 def channel_models() -> Registry:
     from channel_models import CHANNEL_MODELS
 
-    return Registry("channel model", CHANNEL_MODELS)
+    return Registry("channel model", CHANNEL_MODELS, group="netfl.channel_models")
 
 
 def datasets() -> Registry:
     from netfl.learning import DATASETS
 
-    return Registry("dataset", DATASETS)
+    return Registry("dataset", DATASETS, group="netfl.datasets")
 
 
 def models() -> Registry:
     from netfl.learning import MODELS
 
-    return Registry("model", MODELS)
+    return Registry("model", MODELS, group="netfl.models")
 
 
 def _named_problems(
@@ -117,6 +118,14 @@ def registry_checks(scenario: Scenario) -> list[Problem]:
     if cls is not None:
         problems += strategy_params_problems(cls, scenario.selection.params, scenario)
     if scenario.learning is not None:
-        problems += _named_problems("learning.dataset", datasets(), scenario.learning.dataset)[1]
-        problems += _named_problems("learning.model", models(), scenario.learning.model)[1]
+        from netfl.config.learning import DATASET_PARAMS
+        from netfl.learning import DATASETS
+
+        learning = scenario.learning
+        problems += _named_problems("learning.dataset", datasets(), learning.dataset)[1]
+        problems += _named_problems("learning.model", models(), learning.model)[1]
+        builtin = learning.dataset in DATASETS and learning.dataset not in DATASET_PARAMS
+        if builtin and learning.dataset_params:
+            message = f"dataset {learning.dataset} takes no parameters"
+            problems.append(Problem("learning.dataset_params", message))
     return problems

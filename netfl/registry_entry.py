@@ -53,7 +53,11 @@ def load_target(target: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
+        raise ValueError(
+            f"cannot import module {module_name!r}: {exc} (a plug-in's module must be"
+            " importable: install its package, e.g. pip install -e ., or put its folder on"
+            " PYTHONPATH; docs/extending.md)"
+        ) from exc
     try:
         obj = module
         for part in attribute.split("."):

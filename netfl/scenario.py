@@ -252,19 +252,16 @@ def locate_problems(
     overrides: Mapping[str, str] | None = None,
 ) -> tuple[list[Problem], str | None]:
     """Attach the line and column of each problem's key (or of its nearest written parent)
-    from ``positions`` (:func:`key_positions`); ``overrides`` maps dotted keys set by
-    ``--set`` to their expression. Returns the problems and the first override one came
-    from (its source), or None."""
+    from ``positions`` (:func:`key_positions`); a problem with a ``source`` (a ``--set``,
+    :func:`blame_overrides`) keeps it, and ``overrides`` maps dotted keys set by other
+    means to their source. Returns the problems and the first override one came from (its
+    source), or None."""
     located = []
     from_override = None
     for problem in problems:
         key = problem.key or ""
-        source = next(
-            (
-                expr
-                for prefix, expr in (overrides or {}).items()
-                if key == prefix or key.startswith(prefix + ".") or prefix.startswith(key + ".")
-            ),
+        source = problem.source or next(
+            (expr for prefix, expr in (overrides or {}).items() if _related(key, prefix)),
             None,
         )
         if source is not None:
@@ -298,8 +295,9 @@ def load_scenario(
         Also check that named strategies, datasets and models exist and that the strategy
         accepts its parameters.
     check_data
-        Also load the dataset and partition it where that can refuse the scenario (files
-        under ``learning.data_root``; a Dirichlet partition with ``n_samples``).
+        Also load the dataset, build the model and partition the data, checking the
+        dataset and the model against their contracts (``netfl validate``;
+        :func:`netfl.validation.data_problems`).
 
     Raises
     ------
@@ -335,13 +333,30 @@ def scenario_from_data(
     check_data: bool = False,
 ) -> Scenario:
     """Validate an already-parsed mapping (see :func:`load_scenario`)."""
+    base = data
+    data = _overridden(data, overrides)
+    scenario, problems = _problems_of(data, check_registry, check_data)
+    if scenario is not None and not problems:
+        return scenario
+    if overrides:
+        problems = blame_overrides(problems, base, overrides, check_registry, check_data)
+    problems, override = locate_problems(problems, positions or {})
+    raise ScenarioError(problems, _error_source(problems, override, source))
+
+
+def _overridden(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``data`` with the ``--set`` expressions applied in order."""
     data = copy.deepcopy(data)
-    applied: dict[str, str] = {}
     for expression in overrides:
         path, value = parse_override(expression)
         apply_override(data, path, value, f"--set {expression}")
-        applied[".".join(path)] = f"--set {expression}"
-    positions = positions or {}
+    return data
+
+
+def _problems_of(
+    data: dict[str, Any], check_registry: bool, check_data: bool
+) -> tuple[Scenario | None, list[Problem]]:
+    """The validated scenario (None if the schema refuses it) and every problem found."""
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -349,13 +364,66 @@ def scenario_from_data(
         if check_registry:
             flagged = {problem.key for problem in problems}
             problems += [p for p in name_problems(data) if p.key not in flagged]
-        problems, override = locate_problems(problems, positions, applied)
-        raise ScenarioError(problems, _error_source(problems, override, source)) from None
-    problems = scenario_problems(scenario, check_registry=check_registry, check_data=check_data)
-    if problems:
-        problems, override = locate_problems(problems, positions, applied)
-        raise ScenarioError(problems, _error_source(problems, override, source))
-    return scenario
+        return None, problems
+    return scenario, scenario_problems(
+        scenario, check_registry=check_registry, check_data=check_data
+    )
+
+
+def _related(key: str, path: str) -> bool:
+    """Whether an override of ``path`` sets ``key`` itself, a section holding it, or a
+    key inside it."""
+    return key == path or key.startswith(path + ".") or path.startswith(key + ".")
+
+
+def blame_overrides(
+    problems: list[Problem],
+    data: dict[str, Any],
+    overrides: Sequence[str],
+    check_registry: bool = True,
+    check_data: bool = False,
+) -> list[Problem]:
+    """Name the ``--set`` behind each problem (as its ``source``).
+
+    The override of the problem's own key (or of a section holding it) when exactly one
+    such override was given; otherwise the overrides without which no problem remains
+    under that key (the scenario validated again with each one left out, the others
+    applied), else the last override of a related key. A problem the file has without
+    any override keeps the file as its source. Runs only on the error path.
+    """
+    expressions = list(dict.fromkeys(overrides))  # one override written twice is one cause
+    paths = [".".join(parse_override(e)[0]) for e in expressions]
+    cache: dict[int, set[str | None] | None] = {}
+
+    def keys_without(index: int) -> set[str | None] | None:
+        if index not in cache:
+            rest = [e for i, e in enumerate(expressions) if i != index]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    _, found = _problems_of(_overridden(data, rest), check_registry, check_data)
+                cache[index] = {p.key for p in found}
+            except ScenarioError:  # the others do not apply without it: cannot tell
+                cache[index] = None
+        return cache[index]
+
+    blamed = []
+    for problem in problems:
+        key = problem.key or ""
+        related = [i for i, path in enumerate(paths) if key and _related(key, path)]
+        exact = [i for i in related if paths[i] == key or key.startswith(paths[i] + ".")]
+        if len(exact) == 1:
+            causes = exact
+        else:
+            causes = [i for i in range(len(expressions)) if (found := keys_without(i))
+                      is not None and problem.key not in found]  # fmt: skip
+            if not causes and related:
+                causes = related[-1:]  # the last one given wins
+        if causes:
+            cause = ", ".join(f"--set {expressions[i]}" for i in causes)
+            problem = Problem(problem.key, problem.message, source=cause)
+        blamed.append(problem)
+    return blamed
 
 
 def _error_source(problems: list[Problem], override: str | None, source: str) -> str:

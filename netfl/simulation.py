@@ -134,6 +134,9 @@ def write_results(
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
     columns = dict(world.client_columns)
     columns.update(world.server.client_totals())
+    radio_totals = getattr(world.network, "client_totals", None)
+    if callable(radio_totals):
+        columns.update(radio_totals())
     write_parquet(run_dir / "clients.parquet", clients_table(columns))
     if STRATEGY in streamed:
         streamed[STRATEGY].finish(keep_parts=resumable)

@@ -22,9 +22,10 @@ def scenario_problems(
     """Every problem of a schema-valid scenario, in one pass (empty if it can run).
 
     ``check_registry``: also check that named strategies, datasets and models exist and
-    that the strategy accepts its parameters. ``check_data``: also load the dataset and
-    partition it where that can refuse the scenario (:func:`data_problems`; ``netfl
-    validate``; ``simulate`` does it when it builds the learner, with the same message).
+    that the strategy accepts its parameters. ``check_data``: also load the dataset, build
+    the model and partition the data, checking them against their contracts
+    (:func:`data_problems`; ``netfl validate``; ``simulate`` does it when it builds the
+    learner, with the same messages).
     """
     from netfl.radio.checks import radio_problems
 
@@ -44,33 +45,58 @@ def scenario_problems(
 
 
 def needs_data_check(scenario: Scenario) -> bool:
-    """Whether the dataset must be loaded to know the scenario can run: it is read from
-    files (``learning.data_root``), or a Dirichlet partition must find the samples the
-    devices ask for. Embedded datasets with other partitions are not loaded (start-up)."""
-    from netfl.learning import EMBEDDED_DATASETS
+    """Whether the dataset must be loaded and the model built to know the scenario can
+    run: a plug-in model or dataset (checked against its contract), a dataset read from
+    files (``learning.data_root``), or a Dirichlet partition that must find the samples
+    the devices ask for. netfl's own models on its embedded datasets pass the checks in
+    the test suite and are not built (``validate`` then does not import torch)."""
+    from netfl.learning import EMBEDDED_DATASETS, is_plugin
 
     learning = scenario.learning
-    if learning is None or ":" in learning.dataset:
+    if learning is None:
         return False
+    if is_plugin(learning.dataset) or is_plugin(learning.model):
+        return True
     with_sizes = any(group.n_samples is not None for group in scenario.devices.groups)
     dirichlet = learning.partition.kind == "dirichlet" and with_sizes
     return learning.dataset not in EMBEDDED_DATASETS or dirichlet
 
 
 def data_problems(scenario: Scenario) -> list[Problem]:
-    """Load the dataset and partition it as the run will (same seed, same streams), when
-    :func:`needs_data_check`: what ``simulate`` would refuse there, ``validate`` refuses."""
-    if not needs_data_check(scenario) or scenario.learning is None:
+    """When :func:`needs_data_check`: load the dataset, build the model and partition the
+    data as the run will (same seed, same streams), checking the dataset and the model
+    against their contracts (:mod:`netfl.learning.check`; a plug-in dataset is loaded
+    twice, to check it is deterministic): what ``simulate`` would refuse or crash on,
+    ``validate`` refuses, each problem naming its key (``learning.dataset``,
+    ``learning.model``, ...)."""
+    learning = scenario.learning
+    if learning is None or not needs_data_check(scenario):
         return []
+    import numpy as np
+
     from netfl.errors import DatasetError, ScenarioError
     from netfl.fl.population import build_population
-    from netfl.learning.build import prepare_data
+    from netfl.learning import is_plugin
+    from netfl.learning.build import model_problem, prepare_data
+    from netfl.learning.check import DatasetCheckError, check_dataset
+    from netfl.registry import datasets
     from netfl.rng import Streams
 
     streams = Streams(scenario.seed)
-    population = build_population(scenario.devices, streams)
+    split = streams.seed_sequence("learning.split")  # the run's stream, issued per load
     try:
-        prepare_data(scenario.learning, population.n_clients, population.requested_samples, streams)
+        population = build_population(scenario.devices, streams)
+        dataset = check_dataset(
+            datasets().load(learning.dataset),
+            learning,
+            population.n_clients,
+            rng=lambda: np.random.Generator(np.random.PCG64(split)),
+            repeat=is_plugin(learning.dataset),
+        )
+        model_problem(learning, dataset)
+        prepare_data(learning, population.n_clients, population.requested_samples, streams, dataset)
+    except DatasetCheckError as exc:
+        return [Problem("learning.dataset", f"'{learning.dataset}' {exc}")]
     except ScenarioError as exc:
         return exc.problems
     except DatasetError as exc:

@@ -66,7 +66,8 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     env = simpy.Environment()
     # The schema is fixed up front, so the timeline can be written in parts (one schema).
     rb_log = getattr(scenario.radio, "record_rb_allocations", False)
-    timeline = Timeline(optional=OPTIONAL_COLUMNS if rb_log else ())
+    moving = any(group.mobility.model != "static" for group in scenario.devices.groups)
+    timeline = Timeline(optional=OPTIONAL_COLUMNS if rb_log or moving else ())
     population = build_population(scenario.devices, streams)
     n = population.n_clients
     radio = build_radio(scenario, env, streams, timeline, n)

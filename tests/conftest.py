@@ -8,6 +8,30 @@ from typing import Any
 import pytest
 import yaml
 
+#: An isolated omni cell of 500 m (the schema's default is the 3GPP 57-cell network): what tests of
+#: single-cell behaviour describe, with the seed papers' radio (ITU-R M.2135 UMi NLOS at
+#: 2.5 GHz, BS 41 dBm, device noise figure 7 dB).
+ISOLATED_CELL: dict[str, Any] = {
+    "sites": 1,
+    "sectors": 1,
+    "indoor_fraction": 0.0,
+    "radius_m": 500.0,
+}
+ISOLATED_RADIO: dict[str, Any] = {
+    "model": "lte",
+    "channel_model": "umi_nlos",
+    "carrier_frequency_hz": 2.5e9,
+    "downlink": {"tx_power_dbm": 41.0, "noise_figure_db": 7.0},
+}
+
+
+def isolated(data: dict[str, Any], **radio: Any) -> dict[str, Any]:
+    """``data`` on an isolated LTE cell (its own cell keys kept), with ``radio`` keys on top."""
+    data["cell"] = {**ISOLATED_CELL, **data.get("cell", {})}
+    data["radio"] = {**ISOLATED_RADIO, **radio}
+    return data
+
+
 TINY: dict[str, Any] = {
     "name": "tiny",
     "seed": 3,

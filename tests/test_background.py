@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netfl.config.devices import BackgroundLoad
-from netfl.fl.background import BackgroundQueue, equilibrium_work, stationary_jobs
+from netfl.fl.background import BackgroundQueue, stationary_jobs
+from netfl.sampling import equilibrium_work
 from tests.protocol_helpers import events, group, run, scenario
 
 EXPONENTIAL = {"dist": "exponential", "mean": 2.0}

@@ -15,6 +15,7 @@ from netfl.errors import ScenarioError
 from netfl.scenario import scenario_from_data
 from netfl.simulation import resume, simulate
 from netfl.world import build_world
+from tests.conftest import isolated
 from tests.test_resume import assert_same_tables, stop_at
 
 
@@ -75,8 +76,11 @@ def test_the_cloud_sync_shares_the_edge_cloud_link(tiny, tmp_path, sectors):
     (equal sharing), then the cloud's model down: 2 (n M / C + L)."""
     data = copy(tiny)
     data["learning"] = "none"
-    data["radio"] = {"model": "lte"}
-    data["cell"] = {"sectors": sectors, "inter_site_distance_m": 200} if sectors > 1 else {}
+    isolated(data)
+    data["cell"]["sectors"] = sectors
+    if sectors > 1:
+        data["cell"].pop("radius_m")
+        data["cell"]["inter_site_distance_m"] = 200
     data["cell"]["backhaul"] = {"edge_cloud_latency_s": 0.05, "edge_cloud_capacity_bps": 1e8}
     data["devices"]["groups"][0]["count"] = 30
     data["fl"] = {

@@ -22,10 +22,12 @@ from channel_models.lte import (
     tbs_bits,
 )
 from netfl.config.radio import LteRadioConfig, LteTbsConfig
-from netfl.radio.build import build_radio, rate_mapping
+from netfl.radio.build import build_radio
+from netfl.radio.link import rate_mapping
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.trace.timeline import Timeline
+from tests.conftest import isolated
 
 
 def test_tbs_table_entries_of_ts36213_table_7_1_7_2_1_1():
@@ -144,24 +146,20 @@ def test_goodput_never_falls_as_the_sinr_rises(direction, n_prb, bler):
 def test_config_builds_one_mapping_per_direction_from_its_link():
     config = LteRadioConfig(uplink={"rb_per_flow": 10})
     assert isinstance(config.rate_mapping, LteTbsConfig)  # the default
-    up, down = rate_mapping(config, "uplink"), rate_mapping(config, "downlink")
+    up, down = rate_mapping(config, "ul"), rate_mapping(config, "dl")
     assert (up.direction, up.n_prb, down.direction, down.n_prb) == ("uplink", 10, "downlink", 50)
     assert up.target_bler == 0.1 and up.implementation_loss_db == (1.6, 2.0, 2.6)
 
 
 def _cell(mapping):
-    return scenario_from_data(
-        {
-            "seed": 3,
-            "cell": {"radius_m": 150},
-            "radio": {"model": "lte", "rate_mapping": mapping},
-            "devices": {
-                "groups": [{"name": "p", "count": 4, "compute_sps": 100.0, "n_samples": 50}]
-            },
-            "fl": {"rounds": 1, "clients_per_round": 2, "model_size_bits": 2e6},
-            "learning": None,
-        }
-    )
+    data = {
+        "seed": 3,
+        "cell": {"radius_m": 150},
+        "devices": {"groups": [{"name": "p", "count": 4, "compute_sps": 100.0, "n_samples": 50}]},
+        "fl": {"rounds": 1, "clients_per_round": 2, "model_size_bits": 2e6},
+        "learning": None,
+    }
+    return scenario_from_data(isolated(data, rate_mapping=mapping))
 
 
 def test_an_upload_waits_for_its_first_grant_then_runs_at_its_rate():

@@ -8,16 +8,21 @@ put the 5th and 95th percentiles about 1 dB apart between seeds).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
+import simpy
 
 from channel_models import tr38901
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.cli import main
-from netfl.radio.calibration import PRESETS, calibrate
-from netfl.radio.layout import hex_layout
+from netfl.radio.build import build_radio
+from netfl.radio.calibration import PRESETS, calibrate, preset_scenario
+from netfl.radio.layout import hex_layout, layout_from_config
 from netfl.radio.propagation import DeviceHeights, Environment, drop_heights, link_gains
+from netfl.rng import Streams
+from netfl.trace.timeline import Timeline
 
 
 def test_layouts_have_the_asked_sites_and_sectors():
@@ -62,7 +67,7 @@ def test_a_device_on_a_sector_boresight_is_served_by_that_sector():
     xy = 50.0 * np.column_stack([np.cos(angles), np.sin(angles)])
     env = Environment(tr38901.UMI_LOS, 3.5e9, 10.0, SectorAntenna(), "low")
     heights = DeviceHeights(np.full(3, 1.5), np.zeros(3, bool), np.zeros(3))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     assert gains.serving_cell.tolist() == [0, 1, 2]
 
 
@@ -71,7 +76,7 @@ def test_geometry_of_two_equal_cells_is_zero_db_without_noise():
     xy = np.array([[100.0, 0.0]])  # halfway between site 0 and its neighbour at (200, 0)
     env = Environment(tr38901.UMI_NLOS, 3.5e9, 10.0, OmniAntenna(), "low")
     heights = DeviceHeights(np.full(1, 1.5), np.zeros(1, bool), np.zeros(1))
-    gains = link_gains(layout, xy, heights, env, np.random.default_rng(1), np.random.default_rng(2))
+    gains = link_gains(layout, xy, heights, env, *(np.random.default_rng(s) for s in (1, 2, 3)))
     # Shadowing is drawn per link: compute the geometry from the two equal-mean links by hand.
     received = 10 ** (gains.coupling_gain_db[0] / 10)
     expected = 10 * np.log10(received.max() / (received.sum() - received.max()))
@@ -102,6 +107,36 @@ def test_a_small_calibration_is_close_to_the_reference(name):
         assert metric["reference_source"].startswith("3GPP TR")
 
 
+@pytest.mark.parametrize("environment", ["umi", "uma"])
+def test_the_30_ghz_calibration_moves_as_the_reference_moves_from_6_ghz(environment):
+    """The 30 GHz presets differ from the 6 GHz ones only in carrier, power and bandwidth,
+    so one seed drops the same devices, LOS states and shadowing in both: the percentiles'
+    shift from 6 to 30 GHz isolates the carrier dependence (path-loss fc terms, breakpoint,
+    Table 7.4.3-1 material losses) with little sampling noise, and must match the shift of
+    the R1-165974 curves (about +14 dB at the 5th percentile, +20 dB at the median and +22
+    dB at the 95th of the coupling loss; the geometry barely moves). A direct comparison at
+    1,500 devices would not test much: the median's sampling spread is about 0.75 dB there.
+    """
+    low, high = PRESETS[f"tr38901_{environment}"], PRESETS[f"tr38901_{environment}_30ghz"]
+    assert (high.frequency_hz, low.frequency_hz) == (30e9, 6e9)
+    differs = ("name", "title", "assumptions", "coupling_loss", "geometry")
+    differs += ("frequency_hz", "tx_power_dbm", "bandwidth_hz")
+    assert replace(high, **{key: getattr(low, key) for key in differs}) == low
+    at_low, at_high = calibrate(low, 1500, seed=7), calibrate(high, 1500, seed=7)
+    np.testing.assert_array_equal(at_low.device_xy_m, at_high.device_xy_m)
+    for metric, tolerances_db in (("coupling_loss", (1.5, 1.0, 1.5)), ("geometry", (0.5,) * 3)):
+        measured_low, measured_high = (
+            getattr(at_low, f"{metric}_db"),
+            getattr(at_high, f"{metric}_db"),
+        )
+        for percentile, tolerance_db in zip((5, 50, 95), tolerances_db, strict=True):
+            shift = np.percentile(measured_high, percentile) - np.percentile(
+                measured_low, percentile
+            )
+            reference = getattr(high, metric).at(percentile) - getattr(low, metric).at(percentile)
+            assert shift == pytest.approx(reference, abs=tolerance_db), (metric, percentile)
+
+
 def test_calibrate_cli_writes_json_and_png_and_refuses_bad_input(tmp_path, capsys):
     out = tmp_path / "cal"
     code = main(["calibrate", "tr36873_uma", "--ues", "1500", "--seed", "3", "--out", str(out)])
@@ -117,3 +152,34 @@ def test_calibrate_cli_writes_json_and_png_and_refuses_bad_input(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown preset 'tr99999_umi'" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_a_single_cell_style_run_on_the_calibration_layout_has_its_geometry():
+    """FL devices in the centre site of the TR 36.873 3D-UMi phase-1 layout (19 sites x 3
+    sectors, wrap-around), the other cells loaded: the nominal downlink SINR an FL run
+    reports is the 3GPP geometry within 2 dB at the 5th/50th/95th percentiles (TR 36.873
+    Sec. 8.2, the preset's reference; noise of 10 MHz and a 9 dB UE noise figure added)."""
+    preset = PRESETS["tr36873_umi"]
+    scenario = preset_scenario(preset, 3000, seed=2)
+    cell = scenario.cell.model_copy(update={"device_sites": "centre"})
+    scenario = scenario.model_copy(update={"cell": cell})
+    build = build_radio(scenario, simpy.Environment(), Streams(2), Timeline(), 3000)
+    sinr = build.columns["sinr_dl_db"]
+    assert np.mean(layout_from_config(cell).cell_site[build.columns["cell"]] == 0) > 0.4
+    for p in (5, 50, 95):
+        assert abs(np.percentile(sinr, p) - preset.geometry.at(p)) <= 2.0, p
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_is_a_scenario_with_its_downlink_budget(name):
+    """An FL run on a preset's network transmits the preset's power over its bandwidth and
+    hears it with its noise figure (LTE where the bandwidth is an LTE channel, else NR)."""
+    preset = PRESETS[name]
+    radio = preset_scenario(preset).radio
+    assert radio.carrier_frequency_hz == preset.frequency_hz
+    down = radio.downlink
+    assert (down.bandwidth_hz, down.tx_power_dbm, down.noise_figure_db) == (
+        preset.bandwidth_hz,
+        preset.tx_power_dbm,
+        preset.noise_figure_db,
+    )

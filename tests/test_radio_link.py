@@ -10,51 +10,53 @@ import numpy as np
 import pytest
 from scipy import special
 
+from channel_models.antenna import OmniAntenna
 from channel_models.itu_m2135 import UMI, UMI_NLOS
 from channel_models.rate import RateMapping, Shannon, ShannonWithLoss
+from netfl.radio.layout import hex_layout
 from netfl.radio.link import (
     Budget,
-    Propagation,
     diversity_gain,
     fading_average,
     rate_per_rb_bps,
     sinr_db,
 )
+from netfl.radio.propagation import Environment, drop_heights, link_gains
 
 
 def test_power_spread_per_rb_equals_the_papers_whole_allocation_budget():
     """20 dBm over 10 RBs with noise per RB = 20 dBm with noise over 1.8 MHz (002 IV-A)."""
-    budget = Budget(
-        tx_power_dbm=20.0, tx_power_rbs=10, tx_gain_dbi=0, rx_gain_dbi=0, noise_figure_db=2.7
-    )
+    budget = Budget(tx_power_dbm=20.0, tx_power_rbs=10, noise_figure_db=2.7)
     pathloss = UMI_NLOS.pathloss_db(np.array([500.0]), 2.5e9, 11.0, 1.0)
     # 36.7 log10(500) + 22.7 + 26 log10(2.5) = 132.0986 dB
     assert pathloss[0] == pytest.approx(132.0986, abs=1e-3)
     whole_band = 20.0 - pathloss[0] - (-174.0 + 10 * math.log10(1.8e6) + 2.7)
-    assert budget.snr_db(pathloss)[0] == pytest.approx(whole_band)
-    assert budget.snr_db(pathloss)[0] == pytest.approx(-3.3514, abs=1e-3)
+    snr = sinr_db(budget.tx_dbm_per_rb - pathloss, budget.noise_dbm_per_rb, 0.0)
+    assert snr[0] == pytest.approx(whole_band)
+    assert snr[0] == pytest.approx(-3.3514, abs=1e-3)
     # rate over the 10 RBs = 1.8 MHz * log2(1 + 10^-0.16 * SNR)
-    rate = 10 * rate_per_rb_bps(ShannonWithLoss(), budget.snr_db(pathloss), "none")[0]
+    rate = 10 * rate_per_rb_bps(ShannonWithLoss(), snr, "none")[0]
     snr = 10 ** (-3.3514 / 10)
     assert rate == pytest.approx(1.8e6 * math.log2(1 + 10**-0.16 * snr), rel=1e-4)
 
 
-def test_gains_and_interference_over_thermal_enter_the_budget():
-    base = Budget(23.0, 50, 0.0, 0.0, 5.0)
-    better = Budget(23.0, 50, 3.0, 2.0, 5.0)
-    noisy = Budget(23.0, 50, 0.0, 0.0, 5.0, interference_db=4.0)
-    loss = np.array([120.0])
-    assert better.snr_db(loss)[0] - base.snr_db(loss)[0] == pytest.approx(5.0)
-    assert base.snr_db(loss)[0] - noisy.snr_db(loss)[0] == pytest.approx(4.0)
+def test_interference_over_thermal_enters_the_noise():
+    base = Budget(23.0, 50, 5.0)
+    noisy = Budget(23.0, 50, 5.0, interference_db=4.0)
+    assert noisy.noise_dbm_per_rb - base.noise_dbm_per_rb == pytest.approx(4.0)
+    assert base.noise_dbm_per_rb == pytest.approx(-174.0 + 10 * math.log10(180e3) + 5.0)
+    assert base.tx_dbm_per_rb == pytest.approx(23.0 - 10 * math.log10(50))
     with pytest.raises(ValueError):
-        Budget(23.0, 0, 0.0, 0.0, 5.0)
+        Budget(23.0, 0, 5.0)
 
 
-def test_sinr_adds_interferers_in_linear_power():
+def test_sinr_adds_interference_in_linear_power_and_is_the_snr_without_it():
     # S -80 dBm; N -100 dBm; two interferers at -90 dBm: S / (1e-10 + 2e-9) mW
-    value = sinr_db(np.array([-80.0]), -100.0, np.array([[-90.0, -90.0]]))[0]
+    value = sinr_db(np.array([-80.0]), -100.0, np.array([2e-9]))[0]
     assert value == pytest.approx(-80.0 - 10 * math.log10(1e-10 + 2e-9))
-    assert sinr_db(np.array([-80.0]), -100.0, np.zeros((1, 0)))[0] == pytest.approx(20.0)
+    # Without interference it is exactly S - N (no round trip through linear power).
+    snr = np.array([-80.123456789])
+    assert sinr_db(snr, -100.0, 0.0)[0] == snr[0] + 100.0
 
 
 def test_ergodic_shannon_rate_matches_closed_form():
@@ -90,28 +92,25 @@ def test_diversity_gain_grows_with_competitors_and_is_capped_by_rho_max():
     assert diversity_gain(ShannonWithLoss(), 1e7)(8) == pytest.approx(1.0, abs=1e-3)
 
 
-def test_propagation_draws_los_and_shadowing_from_their_streams():
-    prop = Propagation(UMI, 2.5e9, 10.0, 1.5)
+def test_one_site_draws_los_and_shadowing_from_their_streams():
+    layout = hex_layout(1, 1, math.sqrt(3) * 400.0)
+    env = Environment(UMI, 2.5e9, 10.0, OmniAntenna())
     rng = np.random.default_rng(0)
     distance = rng.uniform(20, 300, 40_000)
-    x, y = distance, np.zeros_like(distance)
-    geo = prop.draw(x, y, np.random.default_rng(1), np.random.default_rng(2))
-    assert geo.los.mean() == pytest.approx(UMI.los_probability(distance).mean(), abs=0.01)
-    assert geo.shadowing_db[geo.los].std() == pytest.approx(3.0, rel=0.03)
-    assert geo.shadowing_db[~geo.los].std() == pytest.approx(4.0, rel=0.03)
-    again = prop.draw(x, y, np.random.default_rng(1), np.random.default_rng(2))
-    assert np.array_equal(again.shadowing_db, geo.shadowing_db)
-    flat = Propagation(UMI, 2.5e9, 10.0, 1.5, shadowing=False)
-    assert not flat.draw(
-        x, y, np.random.default_rng(1), np.random.default_rng(2)
-    ).shadowing_db.any()
+    xy = np.column_stack([distance, np.zeros_like(distance)])
+    heights = drop_heights(len(xy), 0.0, rng)
 
+    def draw(shadowing: bool = True):
+        flat = Environment(UMI, 2.5e9, 10.0, OmniAntenna(), shadowing=shadowing)
+        return link_gains(layout, xy, heights, flat, *(np.random.default_rng(s) for s in (1, 2, 3)))
 
-def test_interference_from_sites_uses_the_budget_and_median_loss():
-    prop = Propagation(UMI_NLOS, 2.5e9, 10.0, 1.5)
-    budget = Budget(41.0, 50, 0.0, 0.0, 7.0)
-    sites = np.array([[200.0, 0.0]])
-    power = prop.interference_dbm(np.array([0.0]), np.array([100.0]), sites, budget)
-    d = math.hypot(200.0, 100.0)
-    expected = 41.0 - 10 * math.log10(50) - UMI_NLOS.pathloss_db(np.array([d]), 2.5e9, 10, 1.5)[0]
-    assert power.shape == (1, 1) and power[0, 0] == pytest.approx(expected)
+    gains = draw()
+    assert gains.los.mean() == pytest.approx(UMI.los_probability(distance).mean(), abs=0.01)
+    assert gains.shadowing_db[gains.los].std() == pytest.approx(3.0, rel=0.03)
+    assert gains.shadowing_db[~gains.los].std() == pytest.approx(4.0, rel=0.03)
+    assert np.array_equal(draw().shadowing_db, gains.shadowing_db)
+    assert not draw(shadowing=False).shadowing_db.any()
+    # The coupling loss of the one omni cell is path loss plus shadowing.
+    expected = UMI.pathloss_db(distance, 2.5e9, 10.0, 1.5, los=gains.los) + gains.shadowing_db
+    np.testing.assert_allclose(gains.coupling_loss_db, expected)
+    assert env.o2i == "low"

@@ -11,7 +11,7 @@ import simpy
 
 from netfl.cli import main
 from netfl.radio.build import build_radio
-from netfl.radio.multicell import DL, UL
+from netfl.radio.cells import DL, UL
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.trace.timeline import Timeline
@@ -21,7 +21,13 @@ from tests.protocol_helpers import group, run, scenario
 def _multicell(**cell):
     data = scenario(
         [group("phones", 60, compute_sps=100.0, n_samples=50)],
-        cell={"inter_site_distance_m": 200, "sites": 7, "sectors": 3, **cell},
+        cell={
+            "inter_site_distance_m": 200,
+            "sites": 7,
+            "sectors": 3,
+            "device_sites": "all",
+            **cell,
+        },
         fl={"rounds": 3, "clients_per_round": 10, "model_size_bits": 2.0e6},
         selection={"name": "random"},
     )
@@ -62,8 +68,7 @@ def test_bad_layouts_are_refused_naming_the_key(tmp_path, capsys, cell, key):
 
 def test_devices_are_served_by_their_strongest_cell_in_every_cell():
     _, build = _build(_multicell())
-    network = build.network
-    gains = 10 * np.log10(network.devices.gain_mw)
+    gains = build.network.devices.gain_db
     assert np.array_equal(build.columns["cell"], np.argmax(gains, axis=1))
     assert build.columns["coupling_loss_db"] == pytest.approx(-gains.max(axis=1))
     assert len(set(build.columns["cell"].tolist())) > 10  # spread over the 21 cells
@@ -71,13 +76,11 @@ def test_devices_are_served_by_their_strongest_cell_in_every_cell():
 
 def test_uplink_power_control_follows_ts_36_213():
     _, build = _build(_multicell())
-    radio, cl = build.network.radio, build.columns["coupling_loss_db"]
+    system, cl = build.network.system, build.columns["coupling_loss_db"]
     # P = min(23 - 10 log10(RBs), -80 + 0.8 CL) dBm per RB, all 50 RBs of 10 MHz.
     expected = np.minimum(23.0 - 10 * math.log10(50), -80.0 + 0.8 * cl)
-    assert 10 * np.log10(build.network.devices.ul_power_mw) == pytest.approx(expected)
-    assert radio.ul_power_rb_mw(np.array([200.0]))[0] == pytest.approx(
-        10 ** ((23 - 10 * math.log10(50)) / 10)
-    )
+    assert build.network.devices.ul_power_db == pytest.approx(expected)
+    assert system.ul_power_db(np.array([200.0]))[0] == pytest.approx(23 - 10 * math.log10(50))
 
 
 def test_an_upload_alone_in_an_idle_layout_takes_bits_over_its_noise_limited_rate():
@@ -85,10 +88,10 @@ def test_an_upload_alone_in_an_idle_layout_takes_bits_over_its_noise_limited_rat
     network = build.network
     client = 0
     cell = int(network.devices.serving[client])
-    radio = network.radio
-    gain = network.devices.gain_mw[client, cell]
-    snr = network.devices.ul_power_mw[client] * gain / radio.noise_rb_mw[UL]
-    rate = float(radio.rate_per_rb(np.array(snr), UL)) * radio.n_rb[UL]
+    system = network.system
+    signal = network.devices.ul_power_db[client] + network.devices.gain_db[client, cell]
+    snr = signal - system.noise_db[UL]
+    rate = float(system.rate_per_rb(UL, np.array(snr))) * system.n_rb[UL]
     proc = network.upload(env, client, 4.0e6)
     env.run(until=proc)
     assert proc.value.duration_s == pytest.approx(4.0e6 / rate, rel=1e-9)
@@ -102,39 +105,99 @@ def test_uploads_in_different_cells_do_not_share_resource_blocks():
     b = int(np.flatnonzero(serving != serving[a])[0])
     same = int(np.flatnonzero(serving == serving[a])[1])
     procs = [network.upload(env, c, 4.0e6) for c in (a, b, same)]
-    env.run(until=env.timeout(network.radio.first_grant_s + 1e-9))  # after the first grants
-    loads = {cell: len(s.active) for cell, s in enumerate(network.schedulers[UL]) if s.active}
+    env.run(until=env.timeout(network.system.air.first_grant_s + 1e-9))  # after the grants
+    schedulers = network.cells.schedulers[UL]
+    loads = {cell: len(s.active) for cell, s in enumerate(schedulers) if s.active}
     assert loads == {int(serving[a]): 2, int(serving[b]): 1}
     env.run(until=env.all_of(procs))
 
 
+def _mw(db):
+    return 10 ** (np.asarray(db) / 10)
+
+
 def test_interference_follows_what_the_other_cells_have_in_flight():
-    _, build = _build(_multicell())
-    network = build.network
-    state, devices = network.state, network.devices
+    env, build = _build(_multicell())
+    network, cells = build.network, build.network.cells
+    devices = network.devices
     client = 0
     cell = int(devices.serving[client])
-    other = (cell + 4) % network.radio.layout.n_cells
-    gain = devices.gain_mw[client]
-    idle = state.dl_sinr(gain, cell)
-    state.started(other, DL, None)
-    loaded = state.dl_sinr(gain, cell)
-    p, noise = network.radio.dl_power_rb_mw, network.radio.noise_rb_mw[DL]
-    assert idle == pytest.approx(p * gain[cell] / noise)
-    assert loaded == pytest.approx(p * gain[cell] / (p * gain[other] + noise))
-    state.ended(other, DL, None)
-    assert state.dl_sinr(gain, cell) == pytest.approx(idle)
-    # Uplink: two flows in another cell put half of each device's power on each RB.
-    contribution = np.array(
-        [devices.ul_power_mw[1] * devices.gain_mw[1], devices.ul_power_mw[2] * devices.gain_mw[2]]
-    )
-    for row in contribution:
-        state.started(other, UL, row)
-    power = float(devices.ul_power_mw[client])
-    expected = (
-        power * gain[cell] / (contribution[:, cell].sum() / 2 + network.radio.noise_rb_mw[UL])
-    )
-    assert state.ul_sinr(gain, power, cell) == pytest.approx(expected)
+    others = [int(c) for c in np.flatnonzero(devices.serving != cell)]
+    gain = _mw(devices.gain_db[client])
+    probe = network._flow(DL, client, 1.0).link
+    assert cells.link_interference_mw(probe) == 0.0
+    # A downlink flow in another cell: that cell transmits on all its RBs at full power.
+    other = int(devices.serving[others[0]])
+    proc = network.download(env, others[0], 4.0e6)
+    env.run(until=env.timeout(1e-9))
+    p = _mw(network.system.dl_power_db)
+    assert cells.link_interference_mw(probe) == pytest.approx(p * gain[other])
+    env.run(until=proc)
+    assert cells.link_interference_mw(probe) == 0.0
+    # Uplink: two flows in one other cell put half of each device's power on each RB.
+    pair = [u for u in others if devices.serving[u] == devices.serving[others[1]]][:2]
+    assert len(pair) == 2
+    victim = network._flow(UL, client, 1.0).link
+    procs = [network.upload(env, u, 4.0e6) for u in pair]
+    env.run(until=env.timeout(network.system.air.first_grant_s + 1e-9))  # after the grants
+    emitted = sum(_mw(devices.ul_power_db[u]) * _mw(devices.gain_db[u, cell]) for u in pair)
+    assert cells.link_interference_mw(victim) == pytest.approx(emitted / 2)
+    env.run(until=env.all_of(procs))
+
+
+def _two_uploads(update_interval_s):
+    """Device a uploads 20 s worth of its alone rate; from t = 1 s device b, in another
+    cell, uploads 1 s worth of its own: each interferes with the other while both are in
+    flight."""
+    data = _multicell(sites=7, sectors=1)
+    data["radio"]["update_interval_s"] = update_interval_s
+    data["radio"]["shadowing"] = False
+    env, build = _build(data)
+    network = build.network
+    serving, rates = network.devices.serving, network.rate_ul_bps
+    a = int(np.argmin(network.devices.alone_rate_per_rb_bps[UL]))
+    b = int(np.flatnonzero(serving != serving[a])[0])
+    alone = network.devices.alone_rate_per_rb_bps[UL] * network.system.n_rb[UL]
+    bits_a, bits_b = 20 * alone[a], 1 * alone[b]
+    assert rates[a] > 0
+    up_a = network.upload(env, a, bits_a)
+
+    def later():
+        yield env.timeout(1.0)
+        return (yield network.upload(env, b, bits_b))
+
+    up_b = env.process(later())
+    env.run()
+    return network, a, b, bits_a, bits_b, up_a.value, up_b.value
+
+
+def test_the_radio_update_keeps_links_in_flight_on_the_interference_they_see():
+    """With update_interval_s: 0 the two uploads follow each other's interference exactly:
+    a's bits are delivered at its alone rate, then at its interfered rate while b is in
+    flight, then alone again (b starts against a, exact at its start)."""
+    network, a, b, bits_a, bits_b, ta, tb = _two_uploads(0.0)
+    system, d = network.system, network.devices
+    n_rb = system.n_rb[UL]
+
+    def rate(device, interferer):
+        cell = int(d.serving[device])
+        signal = d.ul_power_db[device] + d.gain_db[device, cell]
+        emission = _mw(d.ul_power_db[interferer]) * _mw(d.gain_db[interferer, cell])
+        sinr = system.sinr_db(UL, np.array(signal), emission)
+        return float(system.rate_per_rb(UL, sinr)) * n_rb
+
+    alone_a = float(d.alone_rate_per_rb_bps[UL][a]) * n_rb
+    with_b, with_a = rate(a, b), rate(b, a)
+    assert with_b < alone_a
+    assert tb.duration_s == pytest.approx(bits_b / with_a, rel=1e-9)
+    left = bits_a - alone_a * 1.0 - with_b * tb.duration_s
+    assert ta.end_s == pytest.approx(tb.end_s + left / alone_a, rel=1e-9)
+    # Without the update a keeps its alone rate; with a lag it lies in between.
+    frozen = _two_uploads(None)[5]
+    assert frozen.duration_s == pytest.approx(bits_a / alone_a, rel=1e-9)
+    lagged = _two_uploads(0.05)[5]
+    assert frozen.end_s < lagged.end_s
+    assert lagged.end_s == pytest.approx(ta.end_s, rel=1e-3)
 
 
 def test_a_multicell_run_writes_the_cell_columns_and_is_deterministic(tmp_path):
@@ -173,24 +236,49 @@ def test_simulate_and_report_a_small_layout_from_the_cli(tmp_path):
         assert (out / "report" / name).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_power_control_without_a_layout_is_refused(tmp_path, capsys):
-    import yaml
+def test_every_radio_feature_runs_on_a_layout():
+    """NR TDD, block fading, MAB-CS fluctuation, the RB log, groups at a distance and power
+    control: each runs on a 21-cell layout (once refused by the multi-cell model)."""
+    base = _multicell()
+    nr = _multicell()
+    nr["radio"] = {
+        "model": "nr",
+        "channel_model": "tr38901_umi",
+        "carrier_frequency_hz": 3.5e9,
+        "uplink": {"bandwidth_hz": 100e6, "rb_per_flow": 15},
+        "downlink": {"bandwidth_hz": 100e6},
+    }
+    variants = [nr]
+    for radio in (
+        # Shannon with loss has no floor: no fade holds a transfer at rate 0 for ever
+        {"fast_fading": "rayleigh_block", "rate_mapping": {"kind": "shannon_with_loss"}},
+        {"fluctuation_eta": 1.9},
+        {"record_rb_allocations": True},
+        {"fast_fading": "rayleigh", "uplink": {"scheduler": "proportional_fair"}},
+    ):
+        data = _multicell()
+        data["radio"] = {**base["radio"], **radio}
+        variants.append(data)
+    near = _multicell(drop="uniform_radius")
+    near["devices"]["groups"][0]["distance_m"] = 30.0
+    variants.append(near)
+    for data in variants:
+        world = run(data)
+        assert len(world.server.records) == 3
+        assert any(r.completed for r in world.server.records)
+    # At 30 m from the site they were dropped at: the serving site's distance for those its
+    # cells serve (shadowing and the sector antennas hand a few to a neighbour).
+    distance = np.asarray(world.client_columns["distance_m"])
+    assert np.mean(np.isclose(distance, 30.0)) > 0.8
 
-    data = _multicell(sites=1, sectors=1)
-    path = tmp_path / "single.yaml"
-    path.write_text(yaml.safe_dump(data))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "radio.uplink.p0_dbm" in err[0], err
 
-
-def test_nr_on_a_layout_is_refused_naming_the_key(tmp_path, capsys):
-    import yaml
-
+def test_the_rb_log_of_a_layout_names_the_cell(tmp_path):
     data = _multicell()
-    data["radio"] = {"model": "nr", "channel_model": "tr38901_umi", "carrier_frequency_hz": 3.5e9}
-    path = tmp_path / "nr.yaml"
-    path.write_text(yaml.safe_dump(data))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "radio.model" in err[0], err
+    data["radio"]["record_rb_allocations"] = True
+    world = run(data)
+    table = world.timeline.to_arrow().to_pandas()
+    rows = table[table["kind"] == "rb_allocation"]
+    assert len(rows) and rows["cell"].between(0, 20).all()
+    cells = world.client_columns["cell"]
+    fl = rows[rows["client"] >= 0]
+    assert (fl["cell"].to_numpy() == np.asarray(cells)[fl["client"].to_numpy()]).all()

@@ -11,11 +11,12 @@ import pytest
 import simpy
 
 from netfl.radio.build import build_radio
-from netfl.radio.lte import LteNetwork
+from netfl.radio.cellular import CellularNetwork as LteNetwork
 from netfl.radio.network import FixedRateNetwork, Transfer
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.trace.timeline import Timeline
+from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
 BITS = 8e6
 
@@ -23,8 +24,8 @@ BITS = 8e6
 def _scenario(**radio: Any) -> dict[str, Any]:
     return {
         "seed": 5,
-        "cell": {"radius_m": 300.0},
-        "radio": {"model": "lte", **radio},
+        "cell": {**ISOLATED_CELL, "radius_m": 300.0},
+        "radio": {**ISOLATED_RADIO, **radio},
         "devices": {"groups": [{"count": 12, "n_samples": 50}]},
         "fl": {"rounds": 2, "clients_per_round": 3, "model_size_bits": BITS},
         "learning": None,
@@ -51,7 +52,7 @@ def test_a_lone_upload_takes_bits_over_the_nominal_rate():
     out: dict[int, Transfer] = {}
     _transfer(env, net.upload(env, 3, BITS), out, 3)
     env.run()
-    assert out[3].start_s == net.air.first_grant_s  # its first uplink grant (lte_tbs)
+    assert out[3].start_s == net.system.air.first_grant_s  # its first uplink grant (lte_tbs)
     assert out[3].duration_s == pytest.approx(BITS / net.rate_ul_bps[3])
 
 
@@ -63,9 +64,9 @@ def test_concurrent_uploads_share_the_rbs():
         _transfer(env, net.upload(env, c, BITS), out, c)
     env.run()
     # Equal RB shares: each transfer's RB-seconds add up to the band's busy time.
-    rb_seconds = sum(BITS / net.channels.rate_per_rb_ul_bps[c] for c in (0, 1))
-    busy_s = max(t.end_s for t in out.values()) - net.air.first_grant_s  # both wait one grant
-    assert busy_s == pytest.approx(rb_seconds / net.uplink.n_rb)
+    rb_seconds = sum(BITS / net.devices.alone_rate_per_rb_bps["ul"][c] for c in (0, 1))
+    busy_s = max(t.end_s for t in out.values()) - net.system.air.first_grant_s  # one grant each
+    assert busy_s == pytest.approx(rb_seconds / net.cells.schedulers["ul"][0].n_rb)
     assert all(t.duration_s > BITS / net.rate_ul_bps[c] for c, t in out.items())
 
 
@@ -91,13 +92,15 @@ def test_interrupting_a_transfer_cancels_it_and_releases_its_rbs():
         yield env.timeout(0.1)
         gone.interrupt("deadline")
         yield env.timeout(0)
-        assert net.uplink.active[0].rbs == net.uplink.n_rb  # all RBs back to client 0
+        assert (
+            net.cells.schedulers["ul"][0].active[0].rbs == net.cells.schedulers["ul"][0].n_rb
+        )  # all RBs back to client 0
 
     env.process(deadline())
     env.run()
     assert gone.ok and gone.value is None
     assert stay.value.end_s < 2 * BITS / net.rate_ul_bps[0]
-    assert net.uplink.active == []
+    assert net.cells.schedulers["ul"][0].active == []
 
 
 def test_multicast_reaches_everyone_at_the_worst_rate():
@@ -208,13 +211,22 @@ def test_clients_columns_are_consistent():
     assert np.all(cols["rate_ul_bps"] > 0) and np.all(cols["rate_dl_bps"] > 0)
 
 
-def test_interfering_ring_lowers_the_downlink_sinr():
-    _, alone = _build(_scenario())
-    ring = _scenario()
-    ring["cell"]["interfering_rings"] = 1
+def test_a_surrounding_ring_of_sites_lowers_the_nominal_sinr_only():
+    """Devices in the centre site of a 7-site layout: the same drop and links to their own
+    site, a lower nominal SINR (the six sites transmitting), the same SNR alone (no
+    shadowing: its draws are per device and site, so they differ with the site count)."""
+    _, alone = _build(_scenario(shadowing=False))
+    ring = _scenario(shadowing=False)
+    ring["cell"].update(sites=7, device_sites="centre")
     _, seven = _build(ring)
-    assert np.all(seven.columns["sinr_dl_db"] < alone.columns["sinr_dl_db"])
-    assert np.array_equal(seven.columns["snr_ul_db"], alone.columns["snr_ul_db"])
+    assert np.array_equal(seven.columns["x_m"], alone.columns["x_m"])
+    served_by_centre = seven.columns["cell"] == 0
+    assert served_by_centre.all()  # the nearest site without shadowing
+    for key in ("sinr_dl_db", "sinr_ul_db"):
+        assert np.all(seven.columns[key][served_by_centre] < alone.columns[key][served_by_centre])
+    np.testing.assert_array_equal(
+        seven.columns["snr_ul_db"][served_by_centre], alone.columns["snr_ul_db"][served_by_centre]
+    )
 
 
 def test_fixed_rate_multicast_runs_at_the_worst_rate_and_can_be_cancelled():

@@ -16,6 +16,7 @@ from netfl.radio.build import build_radio
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.trace.timeline import Timeline
+from tests.conftest import ISOLATED_CELL
 
 BITS = 8e6
 N = 12
@@ -24,7 +25,7 @@ N = 12
 def _data(**radio: Any) -> dict[str, Any]:
     return {
         "seed": 5,
-        "cell": {"radius_m": 100.0},
+        "cell": {**ISOLATED_CELL, "radius_m": 100.0},
         "radio": {"model": "nr", "channel_model": "umi_nlos", **radio},
         "devices": {"groups": [{"count": N, "n_samples": 50}]},
         "fl": {"rounds": 2, "clients_per_round": 3, "model_size_bits": BITS},

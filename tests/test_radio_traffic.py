@@ -128,7 +128,7 @@ def test_user_pool_skips_users_without_coverage():
         return np.array([0.0, 5.0, 0.0, 7.0]), ["a", "b", "c", "d"]
 
     pool = UserPool(draw, np.random.default_rng(0), batch=4)
-    assert [pool.next() for _ in range(3)] == [(5.0, "b"), (7.0, "d"), (5.0, "b")]
+    assert [pool.next() for _ in range(3)] == [(5.0, "b", None), (7.0, "d", None), (5.0, "b", None)]
     dead = UserPool(lambda rng, n: (np.zeros(n), [None] * n), np.random.default_rng(0))
     with pytest.raises(ValueError, match="coverage"):
         dead.next()

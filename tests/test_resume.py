@@ -22,6 +22,7 @@ from netfl import load_run
 from netfl.checkpoint.store import checkpoint_path, read_checkpoint
 from netfl.scenario import scenario_from_data
 from netfl.simulation import resume, simulate
+from tests.conftest import isolated
 
 TABLES = ("timeline.parquet", "rounds.parquet", "clients.parquet", "strategy.parquet")
 
@@ -36,14 +37,18 @@ STRATEGIES = {
 
 def busy(tiny: dict[str, Any], strategy: str, **fl: Any) -> dict[str, Any]:
     """The tiny scenario on a busy LTE cell with devices that come and go."""
-    tiny["radio"] = {"model": "lte"}
+    isolated(tiny)
     tiny["traffic"] = {
         "sources": [
             # 88% of the uplink's RB-seconds under the standard LTE mapping (0.5 files/s
-            # overloads it, and the run is refused); the downlink's 2 files/s keep
-            # background flows in flight at the checkpoints
+            # overloads it, and the run is refused)
             {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.3},
-            {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": 2.0},
+            {
+                "kind": "ftp1",
+                "direction": "downlink",
+                "arrival_rate_hz": 2.0,  # 89% of the downlink (3 files/s: 134%, refused)
+                "file_size_bits": 8e6,
+            },
         ]
     }
     group = tiny["devices"]["groups"][0]

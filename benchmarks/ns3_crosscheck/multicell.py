@@ -1,16 +1,18 @@
 """The multi-cell case: the SINR of every device under full load, in netfl and in ns-3 LENA.
 
 netfl draws the drop (:data:`SCENARIO`: 7 omni sites, ISD 500 m, TR 38.901 UMa at 2 GHz,
-outdoor devices, shadowing) with its multi-cell radio and writes every device-cell coupling
-gain, the serving cell and netfl's nominal SINRs to ``results/multicell_drop.json``. ns-3
+outdoor devices, shadowing) with its radio engine and writes every device-cell coupling
+gain, the serving cell and the SINR netfl's engine gives each device when every device
+transfers at once (:func:`netfl_loaded_sinr_db`) to ``results/multicell_drop.json``. ns-3
 builds the same 7 eNBs with those gains as its matrix path loss, attaches each device to the
 same cell, keeps every device transferring (uplink, then downlink, in separate runs) and
 reports each device's SINR: downlink, the median over time of the SINR the device measures
-(LENA averages it over the RBs; every eNB keeps all its RBs busy -- proportional fair, the
-full-load interference of netfl's nominal downlink SINR); uplink, the device's received
-power per RB over the time- and RB-averaged interference plus noise its cell measures on
-the PUSCH (every cell keeps its RBs busy with its devices; netfl's nominal uplink SINR takes
-each other cell's mean device). ``results/multicell_sinr.csv``: one row per device and direction.
+(LENA averages it over the RBs; every eNB keeps all its RBs busy -- proportional fair, as
+every netfl cell with a flow in flight transmits on all its RBs); uplink, the device's
+received power per RB over the time- and RB-averaged interference plus noise its cell
+measures on the PUSCH (every cell keeps its RBs busy with its devices, as netfl's cells
+share theirs: each RB carries one of a cell's devices at a time).
+``results/multicell_sinr.csv``: one row per device and direction.
 
 ``python -m benchmarks.ns3_crosscheck.run --multicell`` (ns-3 needed; a few minutes).
 """
@@ -40,6 +42,10 @@ SCENARIO: dict[str, Any] = {
     "seed": 7,
     "cell": {
         "sites": 7,
+        "sectors": 1,
+        "wrap_around": False,
+        "indoor_fraction": 0.0,
+        "device_sites": "all",
         "inter_site_distance_m": 500.0,
         "bs_height_m": 25.0,
         "ue_height_m": 1.5,
@@ -61,7 +67,7 @@ SCENARIO: dict[str, Any] = {
 
 
 def netfl_drop() -> dict[str, Any]:
-    """netfl's drop: gains (dB, devices x cells), serving cells, nominal SINRs (dB)."""
+    """netfl's drop: gains (dB, devices x cells), serving cells, loaded SINRs (dB)."""
     import simpy
 
     from netfl.radio.build import build_radio
@@ -73,29 +79,69 @@ def netfl_drop() -> dict[str, Any]:
     env = simpy.Environment()
     build = build_radio(sc, env, Streams(sc.seed), Timeline(), N_DEVICES)
     devices = build.network.devices
+    gain_db = np.round(devices.gain_db, 4)
+    sinr = netfl_loaded_sinr_db(gain_db, devices.serving)
     return {
-        "gain_db": np.round(10 * np.log10(devices.gain_mw), 4).tolist(),
+        "gain_db": gain_db.tolist(),
         "serving": devices.serving.tolist(),
-        "netfl_sinr_ul_db": np.round(build.columns["sinr_ul_db"], 4).tolist(),
-        "netfl_sinr_dl_db": np.round(build.columns["sinr_dl_db"], 4).tolist(),
+        **{NETFL_KEY[d]: np.round(sinr[d], 4).tolist() for d in NETFL_KEY},
     }
 
 
-def netfl_nominal_sinr_db(gain_db: np.ndarray, serving: np.ndarray) -> dict[str, np.ndarray]:
-    """netfl's nominal SINRs (:func:`netfl.radio.multicell.nominal_sinr`) for given gains."""
-    from netfl.radio.build import rate_mapping
-    from netfl.radio.multicell import DL, UL, Devices, MultiCellRadio, nominal_sinr
-    from netfl.registry import channel_models
+def _network(gain_db: np.ndarray, serving: np.ndarray) -> Any:
+    """netfl's engine on :data:`SCENARIO`'s layout with the devices at the given gains."""
+    import simpy
+
+    from netfl.radio.build import device_links, radio_system
+    from netfl.radio.cells import Cells
+    from netfl.radio.cellular import CellularNetwork
+    from netfl.radio.propagation import LinkGains
+    from netfl.radio.system import typical_ul_emission_mw
+    from netfl.rng import Streams
     from netfl.scenario import scenario_from_data
 
     sc = scenario_from_data(SCENARIO)
-    mappings = {d: rate_mapping(sc.radio, d) for d in ("uplink", "downlink")}
-    radio = MultiCellRadio(sc, channel_models().load(sc.radio.channel_model), mappings)
-    gain_mw = np.power(10.0, np.asarray(gain_db) / 10.0)
-    rows = np.arange(len(serving))
-    power = radio.ul_power_rb_mw(-np.asarray(gain_db)[rows, serving])
-    sinr = nominal_sinr(radio, Devices(np.asarray(serving), gain_mw, power))
-    return {"uplink": 10 * np.log10(sinr[UL]), "downlink": 10 * np.log10(sinr[DL])}
+    system = radio_system(sc)
+    env = simpy.Environment()
+    policies = {d: system.link_config[d].scheduler for d in system.link_config}
+    cells = Cells(env, system.n_cells, system.n_rb, policies, system.dl_power_db)
+    cells.typical_ul_mw = typical_ul_emission_mw(
+        system, Streams(sc.seed).get("radio.typical_users")
+    )
+    n = len(serving)
+    zeros = np.zeros(n)
+    gains = LinkGains(
+        np.asarray(gain_db, dtype=float), np.asarray(serving), zeros.astype(bool), *[zeros] * 4
+    )
+    devices = device_links(system, gains, cells.typical_ul_mw)
+    return CellularNetwork(env, system, cells, devices, [[]] * system.layout.n_sites)
+
+
+def netfl_loaded_sinr_db(gain_db: np.ndarray, serving: np.ndarray) -> dict[str, np.ndarray]:
+    """The SINR netfl's engine gives each device's transfer when every device of the drop
+    transfers at once, as in the ns-3 runs: downlink, every cell on all its RBs; uplink,
+    each other cell's devices sharing its RBs (each RB carries one of them at a time, the
+    cell's mean emission: :meth:`netfl.radio.cells.Cells.interference_mw`)."""
+    from netfl.radio.cells import DL, UL
+
+    out = {}
+    for direction, name in ((UL, "uplink"), (DL, "downlink")):
+        network = _network(gain_db, serving)
+        env, n = network.env, len(serving)
+        send = network.upload if direction == UL else network.download
+        for i in range(n):
+            send(env, i, 1e12)
+        env.run(until=network.system.air.first_grant_s + 1e-6)  # every flow in flight
+        table, system = network.cells.links[direction], network.system
+        slots = table.slots()
+        assert len(slots) == n
+        interference = network.cells.interference_mw(
+            direction, table.cell[slots], table.gain_mw[slots]
+        )
+        sinr = system.sinr_db(direction, table.signal_db[slots], interference)
+        out[name] = np.empty(n)
+        out[name][table.device[slots]] = sinr
+    return out
 
 
 def simulate(drop: dict[str, Any], direction: str, folder: Path) -> None:

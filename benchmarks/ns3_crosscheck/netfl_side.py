@@ -1,12 +1,13 @@
 """netfl's side of a :class:`~benchmarks.ns3_crosscheck.cases.Case`: the same cell through
-netfl's radio (fast; no ns-3).
+netfl's radio engine (fast; no ns-3).
 
-The case's path losses go through netfl's link budget (:class:`netfl.radio.link.Budget`),
-its rate mapping of each direction (:func:`netfl.radio.build.rate_mapping`), the air
-interface (:func:`netfl.radio.air.air_interface`: the first uplink grant) and the fluid
-scheduler of an :class:`netfl.radio.lte.LteNetwork`; each device's file is one transfer
-requested at its start time. Returns the per-device transfer time and rate, measured as ns-3
-measures them (from the request to the last bit).
+The case's path losses are the coupling losses of an isolated omni cell's devices
+(:func:`netfl.radio.build.device_links`: the link budget and the rate mapping of each
+direction, :func:`netfl.radio.link.rate_mapping`), carried by the engine's
+:class:`netfl.radio.cellular.CellularNetwork` (its fluid schedulers, and an upload's first
+uplink grant); each device's file is one transfer requested at its start time. Returns the
+per-device transfer time and rate, measured as ns-3 measures them (from the request to the
+last bit).
 
 What the case fixes that netfl's defaults would not (ns-3 LENA has none of them, see
 docs/radio.md "What differs"): no PUCCH RBs and no SRS symbol taken from the PUSCH, and the
@@ -22,12 +23,12 @@ import numpy as np
 import simpy
 
 from benchmarks.ns3_crosscheck.cases import Case
-from netfl.config.radio import LteRadioConfig, LteTbsConfig
-from netfl.radio.air import air_interface
-from netfl.radio.build import rate_mapping
-from netfl.radio.link import Budget, rate_per_rb_bps
-from netfl.radio.lte import Channels, LteNetwork
-from netfl.radio.scheduler import FluidScheduler
+from netfl.config.radio import LteTbsConfig
+from netfl.radio.build import device_links, radio_system
+from netfl.radio.cells import DL, UL, Cells
+from netfl.radio.cellular import CellularNetwork
+from netfl.radio.propagation import LinkGains
+from netfl.scenario import scenario_from_data
 
 #: IPv4 + UDP headers of the case's packets.
 UDP_IP_HEADER_BYTES = 28
@@ -37,8 +38,9 @@ L2_HEADER_BYTES = 6
 POLICY = {"rr": "equal", "pf": "proportional_fair"}
 
 
-def radio_config(case: Case, mapping: dict[str, Any] | None = None) -> LteRadioConfig:
-    """netfl's radio section for the case: the standard link abstraction (or ``mapping``)."""
+def scenario_data(case: Case, mapping: dict[str, Any] | None = None) -> dict[str, Any]:
+    """netfl's scenario for the case: one omni cell, the case's powers and noise figures,
+    the standard link abstraction with LENA's overheads (or ``mapping``)."""
     c = case.cell
     if mapping is None:
         mapping = LteTbsConfig(
@@ -48,8 +50,12 @@ def radio_config(case: Case, mapping: dict[str, Any] | None = None) -> LteRadioC
             packet_header_bytes=UDP_IP_HEADER_BYTES + L2_HEADER_BYTES,
         ).model_dump()
     link = {"bandwidth_hz": 10e6, "scheduler": POLICY[case.scheduler]}
-    return LteRadioConfig.model_validate(
-        {
+    return {
+        "cell": {"sites": 1, "sectors": 1, "wrap_around": False, "indoor_fraction": 0.0},
+        "radio": {
+            "model": "lte",
+            "channel_model": "umi_nlos",  # unused: the case gives the path losses
+            "carrier_frequency_hz": 2.5e9,
             "rate_mapping": mapping,
             "shadowing": False,
             "uplink": {
@@ -62,46 +68,44 @@ def radio_config(case: Case, mapping: dict[str, Any] | None = None) -> LteRadioC
                 "tx_power_dbm": c.enb_power_dbm,
                 "noise_figure_db": c.ue_noise_figure_db,
             },
-        }
+        },
+        "devices": {"groups": [{"count": case.n_devices, "n_samples": 1}]},
+        "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 8.0 * case.file_bytes},
+        "learning": None,
+    }
+
+
+def network(case: Case, mapping: dict[str, Any] | None = None) -> CellularNetwork:
+    """The engine's network of the case's cell, its devices at the case's path losses."""
+    scenario = scenario_from_data(scenario_data(case, mapping))
+    system = radio_system(scenario)
+    env = simpy.Environment()
+    n = case.n_devices
+    zeros = np.zeros(n)
+    gains = LinkGains(
+        -np.asarray(case.pathloss_db, dtype=float)[:, None],
+        np.zeros(n, dtype=int),
+        zeros.astype(bool),
+        zeros,
+        np.asarray(case.pathloss_db, dtype=float),
+        zeros,
+        zeros,
     )
-
-
-def snr_db(config: LteRadioConfig, case: Case) -> np.ndarray:
-    """Each device's SNR per RB through netfl's link budget."""
-    link = config.uplink if case.direction == "uplink" else config.downlink
-    budget = Budget(link.tx_power_dbm, link.power_rbs, 0.0, 0.0, link.noise_figure_db)
-    return budget.snr_db(np.asarray(case.pathloss_db))
+    policies = {d: system.link_config[d].scheduler for d in (UL, DL)}
+    cells = Cells(env, 1, system.n_rb, policies, system.dl_power_db)
+    return CellularNetwork(env, system, cells, device_links(system, gains, None), [[]])
 
 
 def transfer_times_s(case: Case, mapping: dict[str, Any] | None = None) -> np.ndarray:
     """Each device's time from request to the end of its file, netfl's fluid radio."""
-    config = radio_config(case, mapping)
-    env = simpy.Environment()
-    sinr = snr_db(config, case)
-    rates = {
-        d: rate_per_rb_bps(rate_mapping(config, d), sinr, "none") for d in ("uplink", "downlink")
-    }
-    channels = Channels(sinr, sinr, rates["uplink"], rates["downlink"])
-    schedulers = {
-        d: FluidScheduler(env, getattr(config, d).rb_count, getattr(config, d).scheduler)
-        for d in ("uplink", "downlink")
-    }
-    network = LteNetwork(
-        env,
-        uplink=schedulers["uplink"],
-        downlink=schedulers["downlink"],
-        channels=channels,
-        mappings={d: rate_mapping(config, d) for d in ("uplink", "downlink")},
-        rb_cap_ul=config.uplink.flow_rb_cap,
-        rb_cap_dl=config.downlink.flow_rb_cap,
-        air=air_interface(config),
-    )
+    net = network(case, mapping)
+    env = net.env
     bits = 8.0 * case.file_bytes
     done = np.full(case.n_devices, np.nan)
 
     def device(i: int) -> Any:
         yield env.timeout(case.start_s[i])
-        send = network.upload if case.direction == "uplink" else network.download
+        send = net.upload if case.direction == "uplink" else net.download
         yield send(env, i, bits)
         done[i] = env.now - case.start_s[i]
 

@@ -10,7 +10,9 @@ Run the three sweeps, then this script on their folders::
 It writes ``ucb_cs_synthetic.png``, ``gpfl_digits.png``, ``gpfl_digits_coverage.png`` and
 ``nccb_clustered.png`` into the output folder and prints the tables (Markdown) that the
 write-up quotes (``learning_tables.md``). Every number is a mean over the seeds of a
-configuration, with the half width of its 95% Student-t confidence interval.
+configuration, with the half width of its 95% Student-t confidence interval; times to a
+target also as the Kaplan-Meier median with its 95% interval, which counts the seeds that
+never got there as censored at their run's end.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from netfl.sweep.index import is_sweep_directory
+from netfl.trace import survival
 from netfl.trace.metrics import mean_ci, rounds_to_accuracy, step_at, time_to_accuracy
 from netfl.trace.run import Run, load_runs
 
@@ -144,8 +147,9 @@ def ucb_cs(folder: Path, out: Path) -> None:
     print("\n### UCB-CS: per m, strategy (n seeds)\n")
     print("| m | strategy | Jain J(w) final | paper | F(w) at 100 | F(w) at 300 | F(w) final |"
           f" rounds to F(w) <= {LOSS_LEVEL} | time to F(w) <= {LOSS_LEVEL} (s) |"
+          f" censored median time to F(w) <= {LOSS_LEVEL} (s) |"
           " simulated time (s) | poll time (s) | polls' bits (Mbit) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in ms:
         for name in NAMES:
             group = groups.get((m, name), [])
@@ -162,9 +166,20 @@ def ucb_cs(folder: Path, out: Path) -> None:
                 f" | {show(column(loss, 99), 3)} | {show(column(loss, 299), 3)}"
                 f" | {show(loss[:, -20:].mean(axis=1), 3)} | {show([r for r, _ in reach], 0)}"
                 f" ({sum(np.isfinite(r) for r, _ in reach)}/{len(group)})"
-                f" | {show([t for _, t in reach], 0)} | {show(sim, 0)} | {show(polls, 0)}"
+                f" | {show([t for _, t in reach], 0)}"
+                f" | {censored_median([t for _, t in reach], group)}"
+                f" | {show(sim, 0)} | {show(polls, 0)}"
                 f" | {show(bits, 1)} |"
             )
+
+
+def censored_median(times: list[float], group: list[Run]) -> str:
+    """The Kaplan-Meier median of ``times`` (NaN: the run never got there, censored at its
+    end) with its 95% interval (netfl.trace.survival)."""
+    reached = np.isfinite(times)
+    ends = [float(r.rounds["t_end_s"].iloc[-1]) for r in group]
+    durations = np.where(reached, np.asarray(times, dtype=float), ends)
+    return survival.reach_curve("", durations, reached).median_text()
 
 
 def first_below(run: Run, level: float) -> tuple[float, float]:
@@ -206,9 +221,9 @@ def gpfl(folder: Path, out: Path, target: float) -> None:
     cover_axes = cover.subplots(1, 3)
     print(f"\n### GPFL on digits (target accuracy {target})\n")
     print("| partition | strategy | accuracy, last 10 rounds | rounds to target |"
-          " time to target (s) | first round (s) | other rounds (s) | poll time (s) |"
-          " rounds until all clients seen |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+          " time to target (s) | censored median time to target (s) | first round (s) |"
+          " other rounds (s) | poll time (s) | rounds until all clients seen |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for j, part in enumerate(parts):
         end = max(
             float(r.rounds["t_end_s"].max()) for (p, _), g in groups.items() if p == part for r in g
@@ -242,6 +257,7 @@ def gpfl_row(
 ) -> None:
     durations = [r.rounds["t_end_s"] - r.rounds["t_start_s"] for r in group]
     reached = [rounds_to_accuracy(r.rounds, target) for r in group]
+    times = [time_to_accuracy(r.rounds, target) for r in group]
     all_seen = [
         float(np.argmax(row >= len(r.clients)) + 1) if (row >= len(r.clients)).any() else np.nan
         for r, row in zip(group, seen, strict=True)
@@ -249,7 +265,7 @@ def gpfl_row(
     print(
         f"| {part} | {name} (n={len(group)}) | {show(accuracy[:, -10:].mean(axis=1), 3)}"
         f" | {show(reached, 1)} ({int(np.isfinite(reached).sum())}/{len(group)})"
-        f" | {show([time_to_accuracy(r.rounds, target) for r in group], 0)}"
+        f" | {show(times, 0)} | {censored_median(times, group)}"
         f" | {show([float(d.iloc[0]) for d in durations], 1)}"
         f" | {show([float(d.iloc[1:].mean()) for d in durations], 1)}"
         f" | {show([poll_time_s(r) for r in group], 0)} | {show(all_seen, 1)} |"

@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 import netfl
-from netfl.trace import compare, metrics, plots
+from netfl.trace import compare, metrics, plots, survival
 from netfl.trace.run import Run
 from netfl.trace.runs import Runs
 
@@ -133,10 +133,21 @@ def _summary_table(
     target: float | None,
     label: Callable[[Run], str] = short_label,
     extra: dict[str, tuple[str, int]] | None = None,
+    per_run: dict[str, Callable[[Run], float]] | None = None,
 ) -> pd.DataFrame:
-    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds."""
+    """Per strategy (first-seen order): the compare metrics, mean ± 95% CI over seeds.
+
+    Time to target is the mean over the runs that reached it; where some run did not, the
+    table gains the Kaplan-Meier median with its 95% interval, which counts those runs as
+    censored at their end (:mod:`netfl.trace.survival`).
+    """
     table = compare.per_run(runs, target)
+    for name, measure in (per_run or {}).items():
+        table[name] = [measure(r) for r in runs]
     table["strategy"] = [label(r) for r in runs]
+    table["configuration"] = table["strategy"]
+    censored = target is not None and not np.isfinite(table["time_to_target_s"]).all()
+    medians = {c.configuration: c for c in survival.reach_curves(table)} if censored else None
     rows = []
     for name, group in table.groupby("strategy", sort=False):
         row: dict[str, str | int] = {"strategy": str(name), "runs": len(group)}
@@ -145,6 +156,8 @@ def _summary_table(
             reached = np.isfinite(times)
             row[f"time to {target:.0%} (s)"] = _pm(*metrics.mean_ci(times[reached]))
             row["reached"] = f"{int(reached.sum())}/{len(group)}"
+            if medians is not None:
+                row[f"censored median to {target:.0%} (s)"] = medians[str(name)].median_text()
             row["final accuracy"] = _pm(*metrics.mean_ci(group["final_accuracy"]), digits=3)
         row["total simulated time (s)"] = _pm(*metrics.mean_ci(group["sim_time_s"]))
         row["rounds"] = _pm(*metrics.mean_ci(group["rounds"]))
@@ -278,6 +291,52 @@ def async_compare(runs: Runs, out: Path) -> None:
     _write_table(table.rename(columns={"strategy": "protocol"}), out / "async_compare.md")
 
 
+def mobility_label(run: Run) -> str:
+    """The strategy and whether the devices move: ``FedCS, moving`` or ``FedCS, static``."""
+    groups = run.scenario_dict["devices"]["groups"]
+    moving = any(
+        float((g.get("mobility") or {}).get("speed_mps", 0) or 0) != 0
+        or isinstance((g.get("mobility") or {}).get("speed_mps"), dict)
+        for g in groups
+    )
+    return f"{short_label(run)}, {'moving' if moving else 'static'}"
+
+
+def _mean_round_s(run: Run) -> float:
+    rounds = run.rounds
+    return float((rounds["t_end_s"] - rounds["t_start_s"]).mean())
+
+
+def _lost_to_rlf(run: Run) -> float:
+    return float((run.timeline["kind"] == "radio_link_lost").sum())
+
+
+def _handovers_per_device_hour(run: Run) -> float:
+    hours = float(run.summary["sim_time_s"]) / 3600.0
+    return float(run.clients["n_handovers"].sum()) / (len(run.clients) * hours)
+
+
+MOBILITY_COLUMNS = {
+    "mean_round_s": ("mean round (s)", 2),
+    "lost_to_rlf": ("updates lost to RLF", 1),
+    "handovers_per_device_hour": ("handovers per device-hour", 1),
+}
+
+
+def mobility(runs: Runs, out: Path) -> None:
+    """scenarios/mobility.yaml moving against static: accuracy vs simulated time, the table
+    with round time, updates lost to radio link failure and the handover rate."""
+    target = compare.common_target(runs, None)
+    _save(relabel(plots.accuracy_vs_time(runs), runs, mobility_label), out / "mobility.png")
+    per_run = {
+        "mean_round_s": _mean_round_s,
+        "lost_to_rlf": _lost_to_rlf,
+        "handovers_per_device_hour": _handovers_per_device_hour,
+    }
+    table = _summary_table(runs, target, mobility_label, MOBILITY_COLUMNS, per_run)
+    _write_table(table, out / "mobility.md")
+
+
 def _write_table(table: pd.DataFrame, path: Path) -> None:
     path.write_text(markdown(table), encoding="utf-8")
     print(path)
@@ -285,7 +344,9 @@ def _write_table(table: pd.DataFrame, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["rbcs_f", "mab_cs", "compare", "multicell", "async"])
+    parser.add_argument(
+        "which", choices=["rbcs_f", "mab_cs", "compare", "multicell", "async", "mobility"]
+    )
     parser.add_argument("sweep", help="the sweep directory (or run directories, a glob)")
     parser.add_argument("--out", default=str(HERE), help="folder for PNGs and tables")
     args = parser.parse_args(argv)
@@ -296,6 +357,7 @@ def main(argv: list[str] | None = None) -> None:
         "compare": compare_selection,
         "multicell": multicell,
         "async": async_compare,
+        "mobility": mobility,
     }[args.which]
     draw(runs, Path(args.out))
 

@@ -34,7 +34,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "calibrate",
         help="3GPP large-scale calibration: coupling loss and geometry against the reference",
     )
-    cal.add_argument("preset", help="tr36873_umi, tr36873_uma, tr38901_umi or tr38901_uma")
+    cal.add_argument(
+        "preset",
+        help="tr36873_umi, tr36873_uma, tr38901_umi, tr38901_uma (6 GHz), tr38901_umi_30ghz"
+        " or tr38901_uma_30ghz",
+    )
     cal.add_argument("--ues", type=_positive_int, default=10_000, help="devices to drop (10000)")
     cal.add_argument("--seed", type=int, default=1, help="random seed (1)")
     cal.add_argument("--out", required=True, help="output folder (refused if not empty)")

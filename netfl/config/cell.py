@@ -12,7 +12,6 @@ from pydantic_core import PydanticCustomError
 from netfl.config.base import (
     BitsPerSecond,
     Meters,
-    NonNegativeInt,
     PositiveInt,
     PositiveMeters,
     Probability,
@@ -56,11 +55,24 @@ class BackhaulConfig(StrictModel):
     )
 
 
+#: The default network: the TR 36.873 3D-UMi phase-1 calibration layout (TR 36.873 V12.5.0
+#: Table 8.2-1 and Table 6-1): 19 sites x 3 sectors, wrap-around, ISD 200 m, BS 10 m, 80%
+#: indoor devices with the TR 36.873 O2I loss, one 8 dBi element per sector (K = M = 1);
+#: ``netfl calibrate tr36873_umi`` checks it against the 3GPP reference (docs/radio.md).
+DEFAULT_INTER_SITE_DISTANCE_M = 200.0
+
+
 class CellConfig(StrictModel):
-    """Geometry of the hexagonal cell; the base station sits at the centre."""
+    """The network's layout: hexagonal sites of omni or sectored cells, where the devices
+    are, the sector antennas and the backhaul. The defaults are the calibrated 3GPP network
+    (:data:`DEFAULT_INTER_SITE_DISTANCE_M`); an isolated cell is ``sites: 1, sectors: 1``."""
 
     radius_m: PositiveMeters = Field(
-        default=500.0, description="Hexagon circumradius (centre to corner), metres."
+        default=DEFAULT_INTER_SITE_DISTANCE_M / SQRT3,
+        description=(
+            "Hexagon circumradius (site to corner), metres (default: ISD 200 m / sqrt(3), the"
+            " TR 36.873 3D-UMi calibration)."
+        ),
     )
     inter_site_distance_m: PositiveMeters | None = Field(
         default=None,
@@ -85,40 +97,43 @@ class CellConfig(StrictModel):
     ue_height_m: PositiveMeters = Field(
         default=1.5, description="Device antenna height, metres (M.2135: 1.5 m)."
     )
-    interfering_rings: NonNegativeInt = Field(
-        default=0,
-        le=3,
-        description=(
-            "Rings of co-channel cells around the serving cell whose base stations"
-            " interfere with the downlink (0: isolated cell; 1: the 7-cell layout)."
-        ),
-    )
     sites: int = Field(
-        default=1,
+        default=19,
         description=(
-            "Sites of the hexagonal layout: 1, 7 (one ring) or 19 (two rings), ISD apart"
-            " (netfl/radio/layout.py; the multi-cell model of docs/radio.md)."
+            "Sites of the hexagonal layout: 1 (an isolated site), 7 (one ring) or 19 (two"
+            " rings), ISD apart (netfl/radio/layout.py, docs/radio.md)."
         ),
     )
     sectors: int = Field(
-        default=1,
+        default=3,
         description=(
             "Cells per site: 1 (omni) or 3 (boresights 30, 150 and 270 degrees, TR 36.814"
             " Fig. A.2.1.1-2 / TR 38.901 Sec. 7.8, with the 3GPP sector antenna)."
         ),
     )
-    wrap_around: bool = Field(
-        default=False,
+    device_sites: Literal["all", "centre"] = Field(
+        default="centre",
+        description=(
+            "Where the FL devices are dropped: over every site's hexagon, or over the centre"
+            " site's alone (a single-cell-style study: the other sites' cells interfere and"
+            " carry the background traffic). Each device is served by its strongest cell."
+        ),
+    )
+    wrap_around: bool | None = Field(
+        default=None,
+        validate_default=True,
         description=(
             "Wrap-around of the 19-site layout: each device sees the nearest of the 7 images"
-            " of every site, so every cell has two full rings of interferers (needs sites: 19)."
+            " of every site, so every cell has two full rings of interferers (needs sites: 19;"
+            " null: on for 19 sites, off otherwise)."
         ),
     )
     indoor_fraction: Probability = Field(
-        default=0.0,
+        default=0.8,
         description=(
             "Share of the devices indoors, in [0, 1]: on floor n_fl (1..N_fl, N_fl uniform in"
-            " 4..8) at 3 (n_fl - 1) + 1.5 m, with TR 38.901 O2I loss (TR 38.901 Sec. 7.8: 0.8)."
+            " 4..8) at 3 (n_fl - 1) + 1.5 m, with the o2i_model loss (TR 36.873 Table 8.2-1"
+            " and TR 38.901 Sec. 7.8: 0.8). Needs a 3GPP path-loss model (heights)."
         ),
     )
     antenna_elements: PositiveInt = Field(
@@ -147,22 +162,26 @@ class CellConfig(StrictModel):
             " sectors: 3."
         ),
     )
-    o2i_model: Literal["low_loss", "high_loss"] = Field(
-        default="low_loss",
+    o2i_model: Literal["low_loss", "high_loss", "mixed", "tr36873"] = Field(
+        default="tr36873",
         description=(
-            "TR 38.901 Table 7.4.3-2 building penetration model of indoor devices"
-            " (indoor_fraction) in FL runs."
+            "Building penetration loss of indoor devices (indoor_fraction): TR 38.901 Table"
+            " 7.4.3-2 low-loss or high-loss model, `mixed` (high-loss for"
+            " o2i_high_loss_fraction of them, TR 38.901 Sec. 7.8), or `tr36873` (TR 36.873"
+            " Table 7.2-1: 20 dB wall + 0.5 d_in, indoor shadowing 7 dB)."
         ),
+    )
+    o2i_high_loss_fraction: Probability = Field(
+        default=0.5,
+        description="Share of indoor devices with the high-loss model under o2i_model: mixed.",
     )
     backhaul: BackhaulConfig = Field(
         default_factory=BackhaulConfig, description="BS -> edge -> cloud links."
     )
 
     @property
-    def multicell(self) -> bool:
-        """True when FL runs use the multi-cell model (netfl/radio/multicell.py): more than
-        one site, 3 sectors, or indoor devices."""
-        return self.sites > 1 or self.sectors > 1 or self.indoor_fraction > 0
+    def n_cells(self) -> int:
+        return self.sites * self.sectors
 
     @field_validator("sites")
     @classmethod
@@ -180,10 +199,12 @@ class CellConfig(StrictModel):
 
     @field_validator("wrap_around")
     @classmethod
-    def _wrap_around(cls, value: bool, info: ValidationInfo) -> bool:
+    def _wrap_around(cls, value: bool | None, info: ValidationInfo) -> bool | None:
         sites = info.data.get("sites")
         if value and sites is not None and sites != 19:
             raise ValueError(f"wrap_around needs sites: 19, not {sites}")
+        if value is None and sites is not None:
+            return sites == 19
         return value
 
     @field_validator(
@@ -209,6 +230,14 @@ class CellConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _radius_from_isd(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "interfering_rings" in data:
+            raise PydanticCustomError(
+                "removed_key",
+                "interfering_rings (ring base stations at median path loss) was replaced by a"
+                " layout that the engine simulates: set cell.sites: 7 or 19 (and"
+                " cell.device_sites: centre to keep the devices in the centre cell); the other"
+                " cells interfere with what they carry (traffic.sources runs in every cell)",
+            )
         if not isinstance(data, dict) or data.get("radius_m") is not None:
             return data
         try:
@@ -226,16 +255,6 @@ class CellConfig(StrictModel):
             raise ValueError(
                 f"inter_site_distance_m ({isd:g}) and radius_m ({self.radius_m:g}) disagree"
                 f" (radius = ISD / sqrt(3) = {isd / SQRT3:g}); give only one of them"
-            )
-        if self.multicell and self.interfering_rings > 0:
-            raise ValueError(
-                "interfering_rings is the single-cell model's downlink interference; the"
-                " multi-cell model (sites, sectors, indoor_fraction) simulates every site's"
-                " interference itself: leave interfering_rings at 0"
-            )
-        if self.multicell and self.drop != "uniform_area":
-            raise ValueError(
-                "drop: the multi-cell model drops devices uniformly over the layout's area"
             )
         inradius = self.radius_m * SQRT3 / 2
         if self.min_distance_m >= inradius:

@@ -22,14 +22,13 @@ from netfl.config.base import (
     StrictModel,
 )
 from netfl.config.dist import (
-    Choice,
     Constant,
     Distribution,
-    Exponential,
-    LogNormal,
-    TruncNormal,
+    JobWork,
     Uniform,
+    positive_support,
 )
+from netfl.config.mobility import MobilityConfig, StaticMobility
 
 # --- availability -------------------------------------------------------------------------
 
@@ -92,24 +91,11 @@ Availability = Annotated[
 
 # --- background compute load ---------------------------------------------------------------
 
+
 #: Job-size distributions whose length-biased form netfl samples exactly.
-JobWork = Constant | Uniform | Exponential | LogNormal | Choice
-
-
-def _positive_support(dist: Any, *, zero_ok: bool = False) -> bool:
-    """Whether ``dist`` only draws positive values (or non-negative with ``zero_ok``)."""
-    if isinstance(dist, Constant):
-        return dist.value > 0 or (zero_ok and dist.value == 0)
-    if isinstance(dist, Uniform | TruncNormal):
-        return (dist.low >= 0 if zero_ok else dist.low > 0) and dist.high > 0
-    if isinstance(dist, Choice):
-        return min(dist.values) > 0 or (zero_ok and min(dist.values) == 0)
-    return isinstance(dist, Exponential | LogNormal)
-
-
 def _positive(name: str) -> Any:
     def check(value: Any) -> Any:
-        if value is not None and not _positive_support(value):
+        if value is not None and not positive_support(value):
             raise ValueError(f"{name} must be positive: use a distribution with positive support")
         return value
 
@@ -142,7 +128,7 @@ class BackgroundLoad(StrictModel):
                 "job_work_s must be constant, uniform, exponential, lognormal or choice"
                 " (a job's work is positive)"
             )
-        if not _positive_support(self.job_work_s, zero_ok=True):
+        if not positive_support(self.job_work_s, zero_ok=True):
             raise ValueError("job_work_s must not be negative")
         if self.utilization >= 1:
             raise ValueError(
@@ -272,6 +258,12 @@ class DeviceGroup(StrictModel):
     )
     energy: EnergyModel | None = Field(
         default=None, description="Energy accounting for the group (null: none)."
+    )
+    mobility: MobilityConfig = Field(
+        default_factory=StaticMobility,
+        description="How the group's devices move (docs/mobility.md): static (default),"
+        " random_waypoint, random_direction, constant_velocity (a road), gauss_markov, or"
+        " trajectory (a CSV or SUMO floating-car-data file). Moving devices are outdoors.",
     )
 
 

@@ -186,3 +186,18 @@ _AnyDist = Annotated[
 ]
 Distribution = Annotated[_AnyDist, BeforeValidator(_number_is_constant)]
 """A number (constant) or ``{dist: <name>, ...}``; see the classes above."""
+
+
+#: Distributions of durations and amounts that are positive (job work, leg durations).
+JobWork = Constant | Uniform | Exponential | LogNormal | Choice
+
+
+def positive_support(dist: Any, *, zero_ok: bool = False) -> bool:
+    """Whether ``dist`` only draws positive values (or non-negative with ``zero_ok``)."""
+    if isinstance(dist, Constant):
+        return dist.value > 0 or (zero_ok and dist.value == 0)
+    if isinstance(dist, Uniform | TruncNormal):
+        return (dist.low >= 0 if zero_ok else dist.low > 0) and dist.high > 0
+    if isinstance(dist, Choice):
+        return min(dist.values) > 0 or (zero_ok and min(dist.values) == 0)
+    return isinstance(dist, Exponential | LogNormal)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from netfl.config.base import PositiveInt, StrictModel
+from netfl.config.base import PositiveInt, PositiveSeconds, StrictModel
 
 
 class OutputConfig(StrictModel):
@@ -16,4 +16,9 @@ class OutputConfig(StrictModel):
     )
     progress_every_rounds: PositiveInt = Field(
         default=1, description="Log-line interval when the output is not a terminal."
+    )
+    trajectory_every_s: PositiveSeconds | None = Field(
+        default=10.0,
+        description="Moving devices' positions are timeline rows (kind `position`, columns"
+        " `x_m`, `y_m`) every this many simulated seconds (null: none).",
     )

@@ -30,6 +30,7 @@ from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
 from netfl.config.dist import Distribution, Uniform
+from netfl.config.mobility import HandoverConfig
 
 #: LTE channel bandwidth (Hz) -> resource blocks (3GPP TS 36.101 Table 5.6-1).
 LTE_RB_PER_BANDWIDTH = {1.4e6: 6, 3e6: 15, 5e6: 25, 10e6: 50, 15e6: 75, 20e6: 100}
@@ -99,7 +100,7 @@ class LinkConfig(StrictModel):
     p0_dbm: float | None = Field(
         default=None,
         description=(
-            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1) in the multi-cell model:"
+            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1):"
             " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
             " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
         ),
@@ -272,12 +273,15 @@ class LteRadioConfig(StrictModel):
 
     model: Literal["lte"] = Field(default="lte", description="Radio model.")
     channel_model: str = Field(
-        default="umi_nlos",
+        default="tr36873_umi",
         description=(
             "Path-loss model (`netfl list channel-models`), or `package.module:attribute`."
         ),
     )
-    carrier_frequency_hz: Hertz = Field(default=2.5e9, description="Carrier frequency, Hz.")
+    carrier_frequency_hz: Hertz = Field(
+        default=2.0e9,
+        description="Carrier frequency, Hz (default 2 GHz, the TR 36.873 calibration's).",
+    )
     out_of_range: OutOfRange = Field(
         default="refuse",
         description=(
@@ -307,8 +311,18 @@ class LteRadioConfig(StrictModel):
     ul_interference_db: NonNegativeFloat = Field(
         default=0.0,
         description=(
-            "Uplink interference over thermal noise at the BS, dB (other cells' UEs), for the"
-            " single-cell model; the multi-cell model computes it from the transfers in flight."
+            "Constant uplink interference over thermal noise at every BS, dB: interference"
+            " from outside the layout (the seed papers' isolated cells). The layout's own"
+            " cells interfere through the transfers in flight, on top of it."
+        ),
+    )
+    update_interval_s: NonNegativeFloat | None = Field(
+        default=0.1,
+        description=(
+            "Radio update: the longest a transfer's rate lags the interference it sees, s."
+            " A flow's SINR is exact at its start; when the other cells' transfers change,"
+            " every link in flight is recomputed this long after (0: at once; null: never,"
+            " a transfer keeps the SINR it started with). docs/radio.md, 'Radio update'."
         ),
     )
     fluctuation_eta: float | None = Field(
@@ -328,9 +342,20 @@ class LteRadioConfig(StrictModel):
             " rows for every concurrent transfer at each arrival and departure."
         ),
     )
+    channel_step_m: NonNegativeFloat = Field(
+        default=1.0,
+        description="A moving device's channel (LOS state, shadowing, gains to every cell)"
+        " is re-evaluated once it has moved this far since the last time, m; its position"
+        " advances at every radio update regardless (0: at every update). docs/mobility.md.",
+    )
+    handover: HandoverConfig = Field(
+        default_factory=HandoverConfig,
+        description="Event-A3 handover and radio link failure of moving devices"
+        " (devices.groups.N.mobility; static devices keep their strongest cell).",
+    )
     uplink: LinkConfig = Field(default_factory=LinkConfig, description="Uplink (device -> BS).")
     downlink: LinkConfig = Field(
-        default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=7.0),
+        default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=9.0),
         description="Downlink (BS -> device).",
     )
 
@@ -452,6 +477,13 @@ class NrRadioConfig(LteRadioConfig):
     """
 
     model: Literal["nr"] = Field(default="nr", description="Radio model.")  # type: ignore[assignment]
+    channel_model: str = Field(
+        default="tr38901_umi",
+        description=(
+            "Path-loss model (`netfl list channel-models`), or `package.module:attribute`"
+            " (default: TR 38.901 UMi-Street Canyon, 0.5-100 GHz)."
+        ),
+    )
     numerology: int = Field(
         default=1,
         description="Numerology mu: subcarrier spacing 15 kHz x 2^mu (0..3: 15/30/60/120"

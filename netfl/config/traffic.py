@@ -54,7 +54,7 @@ Source = Annotated[FtpSource | FullBufferSource | ConstantLoadSource, Field(disc
 
 
 class TrafficConfig(StrictModel):
-    """Background traffic from users outside the federation (LTE radio model only)."""
+    """Background traffic from users outside the federation (radio.model lte or nr)."""
 
     sources: list[Source] = Field(
         default_factory=list,

@@ -14,7 +14,8 @@ A round sees the queue in its stationary state, drawn fresh when the round start
   job, and the sum of N such residuals has the stationary workload distribution
   (Pollaczek-Khinchine, Benes).
 - An equilibrium residual is U x L with U ~ U(0, 1) and L length-biased (density
-  x f(x) / E[S]); :func:`equilibrium_work` draws L exactly for each job-size family.
+  x f(x) / E[S]); :func:`netfl.sampling.equilibrium_work` draws L exactly for each job-size
+  family.
 
 Consequences checked by the tests: an FL job of work x takes x / (1 - rho) on average under
 PS (the M/G/1-PS conditional response time) and x + lambda E[S^2] / (2 (1 - rho)) under FIFO.
@@ -40,24 +41,6 @@ def stationary_jobs(rho: float, rng: np.random.Generator, size: int) -> np.ndarr
     return rng.geometric(1.0 - rho, size) - 1
 
 
-def _length_biased(work: object, rng: np.random.Generator, size: int) -> np.ndarray:
-    """Draw from x f(x) / E[S] for the job-size distribution ``work``."""
-    if isinstance(work, Constant):
-        return np.full(size, work.value)
-    if isinstance(work, Uniform):
-        a2, b2 = work.low**2, work.high**2
-        return np.sqrt(a2 + rng.random(size) * (b2 - a2))
-    if isinstance(work, Exponential):
-        return rng.gamma(2.0, work.mean, size)
-    if isinstance(work, LogNormal):
-        return rng.lognormal(math.log(work.median) + work.sigma**2, work.sigma, size)
-    if isinstance(work, Choice):
-        values = np.asarray(work.values, dtype=float)
-        weights = work.probabilities() * values
-        return rng.choice(values, size=size, p=weights / weights.sum())
-    raise TypeError(f"no length-biased sampler for {type(work).__name__}")
-
-
 def second_moment(work: object) -> float:
     """E[S^2] of a job-size distribution (for the FIFO mean wait, Pollaczek-Khinchine)."""
     if isinstance(work, Constant):
@@ -72,11 +55,6 @@ def second_moment(work: object) -> float:
         values = np.asarray(work.values, dtype=float)
         return float(np.dot(work.probabilities(), values**2))
     raise TypeError(f"no second moment for {type(work).__name__}")
-
-
-def equilibrium_work(work: object, rng: np.random.Generator, size: int) -> np.ndarray:
-    """Remaining works of jobs found in a stationary M/G/1-PS queue (i.i.d., U x L)."""
-    return rng.random(size) * _length_biased(work, rng, size)
 
 
 #: Remaining work that counts as none: a picosecond. Departures serve the departing job

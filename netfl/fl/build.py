@@ -85,7 +85,7 @@ def build_server(
         kind, extra = AsyncServer, {"rule": aggregation_rule(scenario.fl)}
     elif scenario.fl.protocol == "hierarchical":
         from netfl.fl.hierarchical import HierarchicalServer
-        from netfl.radio.lte import BackhaulLink
+        from netfl.radio.topology import BackhaulLink
 
         n = len(learner.n_samples)
         cells = np.zeros(n, dtype=np.int64) if client_cells is None else client_cells

@@ -36,13 +36,13 @@ from netfl.features import Feature
 from netfl.fl.availability import AvailabilityModel, build_availability
 from netfl.fl.background import (
     BackgroundQueue,
-    equilibrium_work,
     second_moment,
     stationary_jobs,
 )
 from netfl.fl.population import Population
 from netfl.fluctuation import mab_cs_sigma, sample_mab_cs
 from netfl.rng import Streams
+from netfl.sampling import equilibrium_work
 
 
 @dataclass(frozen=True)

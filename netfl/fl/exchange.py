@@ -30,12 +30,13 @@ from simpy.events import EventPriority
 
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
-from netfl.radio.network import Network, Transfer
+from netfl.radio.network import LinkLost, Network, Transfer
 from netfl.trace.timeline import Timeline
 
 #: Interrupt cause -> (the client's status, the timeline kind that logs its leaving).
 LEAVE = {
     "drop": ("dropped", "drop"),
+    "radio_link_failure": ("dropped", "radio_link_lost"),
     "limit": ("deadline_miss", "deadline_miss"),
     "enough": ("cancelled", "cancel"),
 }
@@ -261,13 +262,14 @@ class Exchange:
             yield from self._compute(out, phase)
             yield from self._upload(out, phase)
             out.status = "completed"
-        except simpy.Interrupt as interrupt:
+        except (simpy.Interrupt, LinkLost) as stop:
             step = phase.step
             if step is not None and step is not self._multicast and step.is_alive:
                 step.interrupt("cancelled")
             self._spend(c, phase, env.now)
             out.left_s = env.now
-            out.status, kind = LEAVE[str(interrupt.cause)]
+            cause = "radio_link_failure" if isinstance(stop, LinkLost) else str(stop.cause)
+            out.status, kind = LEAVE[cause]
             self._log(kind, c)
         finally:
             self._finish(out)

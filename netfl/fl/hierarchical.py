@@ -33,7 +33,7 @@ import simpy
 from netfl.fl.exchange import Exchange, Outcome
 from netfl.fl.feedback import round_feedback
 from netfl.fl.server import Server
-from netfl.radio.lte import BackhaulLink
+from netfl.radio.topology import BackhaulLink
 from netfl.trace.tables import RoundRecord
 
 

@@ -66,3 +66,10 @@ MODELS: dict[str, Entry] = {
         "GPFL CIFAR-10 CNN: 3x3 convs 32-64-64, FC 64 (122,570 params)",
     ),
 }
+
+
+def is_plugin(name: str) -> bool:
+    """Whether a dataset or model name is a plug-in (``package.module:Name``, or an entry
+    point), not one of netfl's own (which the test suite runs the conformance checks on,
+    :mod:`netfl.learning.check`)."""
+    return name not in DATASETS and name not in MODELS

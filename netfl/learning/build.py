@@ -9,7 +9,7 @@ import torch
 
 from netfl.config.learning import LearningConfig
 from netfl.errors import ScenarioError, ScenarioWarning
-from netfl.learning import EMBEDDED_DATASETS
+from netfl.learning import EMBEDDED_DATASETS, is_plugin
 from netfl.learning.datasets import Dataset
 from netfl.learning.learner import TorchLearner, pick_device
 from netfl.learning.partition import Partition, PartitionError, partition
@@ -22,11 +22,13 @@ def prepare_data(
     n_clients: int,
     sizes: np.ndarray | None,
     streams: Streams,
+    dataset: Dataset | None = None,
 ) -> tuple[Dataset, Partition]:
-    """Load the dataset and partition it (the part of :func:`build_learner` that can refuse
-    a scenario; ``netfl validate`` runs it too); raise ScenarioError/DatasetError."""
-    loader = datasets().load(config.dataset)
-    dataset = loader(config, streams.get("learning.split"), n_clients)
+    """Load the dataset (unless given, already loaded from the ``learning.split`` stream)
+    and partition it (the part of :func:`build_learner` that can refuse a scenario;
+    ``netfl validate`` runs it too); raise ScenarioError/DatasetError."""
+    if dataset is None:
+        dataset = load_dataset(config, streams.get("learning.split"), n_clients)
     labels = dataset.y_train.numpy()
     if sizes is not None and config.partition.kind == "iid" and np.any(sizes > len(labels)):
         raise ScenarioError.single(
@@ -59,6 +61,8 @@ def build_learner(
     ScenarioError/DatasetError."""
     dataset, parts = prepare_data(config, n_clients, sizes, streams)
     torch_seed = streams.torch_seed("learning.torch")
+    if is_plugin(config.model):  # registered models pass check_model in the tests
+        model_problem(config, dataset)
     torch.manual_seed(torch_seed)
     try:
         model = models().load(config.model)(dataset.input_shape, dataset.n_classes)
@@ -72,6 +76,38 @@ def build_learner(
     if config.threads is not None and device.type == "cpu":
         torch.set_num_threads(config.threads)
     return TorchLearner(config, dataset, parts, model, device, seed=torch_seed)
+
+
+def load_dataset(config: LearningConfig, rng: np.random.Generator, n_clients: int) -> Dataset:
+    """The scenario's dataset; a plug-in's is checked against the contract
+    (:func:`~netfl.learning.check.check_dataset`, loaded once) and refused naming
+    ``learning.dataset``."""
+    loader = datasets().load(config.dataset)
+    if not is_plugin(config.dataset):
+        return loader(config, rng, n_clients)
+    from netfl.learning.check import DatasetCheckError, check_dataset
+
+    try:
+        return check_dataset(loader, config, n_clients, rng=lambda: rng, repeat=False)
+    except DatasetCheckError as exc:
+        raise ScenarioError.single("learning.dataset", f"'{config.dataset}' {exc}") from None
+
+
+def model_problem(config: LearningConfig, dataset: Dataset) -> None:
+    """Check the scenario's model against the contract on ``dataset``'s shapes
+    (:func:`~netfl.learning.check.check_model`); raise ScenarioError naming
+    ``learning.model``."""
+    from netfl.learning.check import ModelCheckError, check_model
+
+    try:
+        check_model(
+            models().load(config.model),
+            dataset.input_shape,
+            dataset.n_classes,
+            backend=config.backend,
+        )
+    except ModelCheckError as exc:
+        raise ScenarioError.single("learning.model", f"'{config.model}' {exc}") from None
 
 
 def _warn_ignored(config: LearningConfig, device: torch.device) -> None:

@@ -19,7 +19,8 @@ background traffic -- is shared. Per direction an :class:`AirInterface` gives:
   takes ``max(W + T s, T)`` -- the wait plus its on-air time when short, the fluid time
   when long. One timeout per transfer: the cost stays per flow event, never per slot.
 - ``first_grant_s``: an upload's wait for its first uplink grant (scheduling request,
-  grant, PUSCH timing), added to the uplink access delay. LTE with the standard link
+  grant, PUSCH timing), once per upload before its first bit
+  (:meth:`netfl.radio.cellular.CellularNetwork._upload`). LTE with the standard link
   abstraction (``rate_mapping: lte_tbs``): ``ul_first_grant_latency_s``; 0 otherwise.
 """
 
@@ -50,13 +51,11 @@ class AirInterface:
         return self.time_share[direction] * (1.0 - self.overhead[direction])
 
     def access_delay_s(self, direction: str, alone_time_s: float) -> float:
-        """``max(0, W - T (1 - s))`` for a transfer taking ``alone_time_s`` alone, plus the
-        first grant's wait for an upload."""
-        grant = self.first_grant_s if direction == "uplink" else 0.0
+        """``max(0, W - T (1 - s))`` for a transfer taking ``alone_time_s`` alone."""
         wait = self.expected_wait_s[direction]
         if wait <= 0.0:
-            return grant
-        return grant + max(0.0, wait - alone_time_s * (1.0 - self.time_share[direction]))
+            return 0.0
+        return max(0.0, wait - alone_time_s * (1.0 - self.time_share[direction]))
 
 
 def air_interface(config: LteRadioConfig) -> AirInterface:

@@ -1,46 +1,50 @@
 """Elaboration of the radio: the scenario's ``cell``, ``radio`` and ``traffic`` sections ->
 a :class:`~netfl.radio.network.Network` plus the radio columns of ``clients.parquet``.
 
+One path for every layout, a single cell being a layout of one site: layout ->
+propagation (every device to every cell, :mod:`netfl.radio.propagation`) -> association
+(the strongest cell) -> per-cell schedulers (:mod:`netfl.radio.cells`) -> air interface
+(:mod:`netfl.radio.air`) -> background traffic in every cell (:mod:`netfl.radio.traffic`),
+with the radio update (:mod:`netfl.radio.update`) keeping the links in flight on the
+interference they see.
+
 Random streams (each component its own, :mod:`netfl.rng`): ``radio.drop`` (positions),
-``radio.los`` (LOS condition), ``radio.shadowing``, ``radio.fading`` (block fading),
-``radio.fluctuation`` (MAB-CS per-round throughput), ``traffic.<i>.arrivals`` and
-``traffic.<i>.users`` for background source ``i``. The ``fixed`` model keeps the
-skeleton's ``radio.drop`` and ``radio.rates``.
+``devices.placement`` (groups at a distance), ``radio.heights`` (indoor state and
+floors), ``radio.los`` (LOS condition), ``radio.shadowing``, ``radio.o2i`` (building
+penetration), ``radio.typical_users`` (the nominal uplink load of a multi-cell layout),
+``radio.fading`` (block fading), ``radio.fluctuation`` (MAB-CS per-round throughput),
+``traffic.<i>.cell<c>.arrivals`` and ``traffic.<i>.cell<c>.users`` for background source
+``i`` in cell ``c``. The ``fixed`` model keeps ``radio.drop`` and ``radio.rates``.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import simpy
 
-from channel_models.lte import LteTbs
-from channel_models.nr import NrCqi
 from channel_models.protocol import OutOfValidityError
-from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config import Scenario
-from netfl.config.radio import RB_BANDWIDTH_HZ, FixedRadioConfig, LinkConfig, LteRadioConfig
-from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
+from netfl.config.radio import FixedRadioConfig, LteRadioConfig
 from netfl.errors import RadioWarning, ScenarioError
-from netfl.radio import cell
-from netfl.radio.air import air_interface
-from netfl.radio.layout import layout_from_config
-from netfl.radio.link import Budget, Propagation, diversity_gain, rate_per_rb_bps, sinr_db
-from netfl.radio.lte import BackhaulLink, Channels, LteNetwork
-from netfl.radio.multicell import build_multicell
+from netfl.radio.cells import DIRECTIONS, DL, UL, Cells, db_to_mw
+from netfl.radio.cellular import CellularNetwork, DeviceLinks
+from netfl.radio.layout import layout_from_config, place_groups
+from netfl.radio.motion import Motion, build_population, moving_groups
 from netfl.radio.network import FixedRateNetwork, Network
-from netfl.radio.placement import place_groups
+from netfl.radio.propagation import BLOCK_DEVICES, LinkGains
 from netfl.radio.scheduler import Flow, FluidScheduler
-from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
+from netfl.radio.system import Placement, RadioSystem, drop_devices, typical_ul_emission_mw
+from netfl.radio.topology import Backhaul, build_topology
+from netfl.radio.traffic import start_sources
+from netfl.radio.update import RadioUpdate
 from netfl.registry import channel_models
 from netfl.rng import Streams
 from netfl.trace.timeline import Timeline
-
-DIRECTIONS = ("uplink", "downlink")
 
 
 @dataclass
@@ -50,139 +54,179 @@ class RadioBuild:
     network: Network
     columns: dict[str, Any]
     traffic: list[Any] = field(default_factory=list)
+    update: RadioUpdate | None = None
 
 
-def drop(scenario: Scenario, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Device positions under ``cell.drop``."""
-    how = {"uniform_area": cell.drop_uniform_area, "uniform_radius": cell.drop_uniform_radius}
+def radio_system(scenario: Scenario) -> RadioSystem:
+    """The scenario's :class:`RadioSystem` (its channel model loaded from the registry)."""
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    return RadioSystem(scenario, channel_models().load(config.channel_model))
+
+
+def build_radio(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    """The radio of a run with ``n`` FL devices (``radio.model``: lte, nr or fixed)."""
+    if isinstance(scenario.radio, FixedRadioConfig):
+        build = _fixed(scenario, streams, n)
+    else:
+        build = _cellular(scenario, env, streams, timeline, n)
+    build.columns["rate_ul_bps"] = build.network.rate_ul_bps
+    build.columns["rate_dl_bps"] = build.network.rate_dl_bps
+    return build
+
+
+def _cellular(
+    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
+) -> RadioBuild:
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    system = radio_system(scenario)
+    placement = drop_devices(system, scenario, n, streams)
+    population = None
+    if moving_groups(scenario):  # the links start where the mobility models put the devices
+        population = build_population(scenario, system.layout, placement.xy_m, streams)
+        placement = replace(placement, xy_m=population.xy_m.copy())
+        # A moving device may pass closer to a mast than the model's validity (10 m): its
+        # distances are clipped to the valid range, never extrapolated (docs/mobility.md).
+        system.environment = replace(system.environment, out_of_range="clip")
+    gains = draw_gains(system, scenario, placement, streams, keep_state=population is not None)
+    cells = Cells(
+        env,
+        system.n_cells,
+        system.n_rb,
+        {d: system.link_config[d].scheduler for d in DIRECTIONS},
+        system.dl_power_db,
+    )
+    if system.n_cells > 1:
+        cells.typical_ul_mw = typical_ul_emission_mw(system, streams.get("radio.typical_users"))
+    devices = device_links(system, gains, cells.typical_ul_mw)
+    _coverage(scenario, devices)
+    if config.record_rb_allocations:
+        for direction in DIRECTIONS:
+            for cell, scheduler in enumerate(cells.schedulers[direction]):
+                scheduler.on_change = _rb_log(timeline, scheduler, direction, cell)
+    update = RadioUpdate(env, system, cells, config.update_interval_s)
     c = scenario.cell
-    return how[c.drop](n, c.radius_m, c.min_distance_m, rng)
-
-
-def rate_mapping(config: LteRadioConfig, direction: str) -> RateMapping:
-    """The SINR -> rate mapping of one direction (``uplink``/``downlink``; only ``lte_tbs``
-    differs between them: MCS tables, overheads, the RBs its transport blocks span, and the
-    uplink's power concentration below MCS 0)."""
-    m = config.rate_mapping
-    if m.kind == "lte_tbs":
-        link = config.uplink if direction == "uplink" else config.downlink
-        return LteTbs(
-            direction,
-            min(link.flow_rb_cap, 110),
-            m.target_bler,
-            m.implementation_loss_db,
-            m.dl_control_symbols,
-            m.dl_crs_ports,
-            m.ul_srs_period_ms,
-            m.ul_pucch_rb_fraction,
-            m.packet_payload_bytes,
-            m.packet_header_bytes,
-            link.power_rbs if direction == "uplink" else 1,
+    topology = build_topology(c.radius_m, c.backhaul.model_dump(), system.layout)
+    network = CellularNetwork(
+        env,
+        system,
+        cells,
+        devices,
+        Backhaul(env, topology, c.backhaul.aggregator).site_paths(system.layout.n_sites),
+        fading_rng=streams.get("radio.fading") if config.fast_fading == "rayleigh_block" else None,
+        fluctuation_eta=config.fluctuation_eta,
+        fluctuation_rng=(
+            streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
+        ),
+        update=update,
+    )
+    traffic = start_sources(scenario, system, cells, streams, timeline)
+    if population is not None:
+        assert gains.state is not None
+        network.mobile = True
+        network.motion = Motion(
+            scenario, system, placement, population, gains.state, network, cells, streams, timeline
         )
-    if m.kind == "shannon_with_loss":
-        return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
-    if m.kind == "lte_cqi":
-        return LteCqi(m.target_ber)
-    if m.kind == "nr_cqi":
-        thresholds = tuple(m.sinr_thresholds_db) if m.sinr_thresholds_db is not None else None
-        return NrCqi(m.table, m.target_bler, m.block_symbols, m.implementation_loss_db, thresholds)
-    return Shannon()
+        update.move(network.motion)
+    rows = np.arange(n)
+    columns = {
+        "x_m": placement.xy_m[:, 0],
+        "y_m": placement.xy_m[:, 1],
+        "distance_m": gains.distance_2d_m,
+        "los": gains.los,
+        "pathloss_db": gains.pathloss_db,
+        "shadowing_db": gains.shadowing_db,
+        "snr_ul_db": devices.alone_sinr_db[UL],
+        "cell": devices.serving.astype(np.int32),
+        "coupling_loss_db": -devices.gain_db[rows, devices.serving],
+        "sinr_ul_db": devices.nominal_sinr_db[UL],
+        "sinr_dl_db": devices.nominal_sinr_db[DL],
+        "indoor": placement.heights.indoor,
+        "ue_height_m": placement.heights.height_m,
+    }
+    return RadioBuild(network, columns, traffic, update)
 
 
-class CellRadio:
-    """The cell's propagation and link budgets: positions -> SINR -> rate per RB."""
+def draw_links(
+    system: RadioSystem, scenario: Scenario, n: int, streams: Streams
+) -> tuple[Placement, LinkGains]:
+    """Drop ``n`` devices and draw their links to every cell: the first steps of every run
+    and of ``netfl calibrate`` (streams ``radio.drop``, ``devices.placement``,
+    ``radio.heights``, ``radio.los``, ``radio.shadowing``, ``radio.o2i``)."""
+    placement = drop_devices(system, scenario, n, streams)
+    return placement, draw_gains(system, scenario, placement, streams)
 
-    def __init__(self, scenario: Scenario) -> None:
-        config = scenario.radio
-        assert isinstance(config, LteRadioConfig)
-        c = scenario.cell
-        self.config = config
-        self.mappings = {d: rate_mapping(config, d) for d in DIRECTIONS}
-        self.air = air_interface(config)
-        self.propagation = Propagation(
-            channel_models().load(config.channel_model),
-            config.carrier_frequency_hz,
-            c.bs_height_m,
-            c.ue_height_m,
-            config.out_of_range,
-            config.shadowing,
+
+def draw_gains(
+    system: RadioSystem,
+    scenario: Scenario,
+    placement: Placement,
+    streams: Streams,
+    keep_state: bool = False,
+) -> LinkGains:
+    """The placed devices' links to every cell, a bad distance refused naming the key."""
+    try:
+        return system.gains(
+            placement,
+            streams.get("radio.los"),
+            streams.get("radio.shadowing"),
+            streams.get("radio.o2i"),
+            keep_state,
         )
-        self.layout = layout_from_config(c)
-        self.topology = cell.build_topology(
-            c.interfering_rings, c.radius_m, c.backhaul.model_dump(), self.layout
-        )
-        self.interferers = cell.interferer_sites(self.topology)
-        up, down = config.uplink, config.downlink
-        self.budgets = {
-            "uplink": Budget(
-                up.tx_power_dbm,
-                up.power_rbs,
-                config.ue_antenna_gain_dbi,
-                config.bs_antenna_gain_dbi,
-                up.noise_figure_db,
-                config.ul_interference_db,
-                self.air.rb_bandwidth_hz,
-            ),
-            "downlink": Budget(
-                down.tx_power_dbm,
-                down.power_rbs,
-                config.bs_antenna_gain_dbi,
-                config.ue_antenna_gain_dbi,
-                down.noise_figure_db,
-                rb_bandwidth_hz=self.air.rb_bandwidth_hz,
-            ),
-        }
+    except OutOfValidityError as exc:
+        key = "cell.radius_m" if scenario.cell.sites == 1 else "cell.inter_site_distance_m"
+        raise ScenarioError.single(key, f"{exc}; or set radio.out_of_range: clip") from None
 
-    def sinr_db(self, geometry: Any, direction: str) -> np.ndarray:
-        budget = self.budgets[direction]
-        loss = geometry.pathloss_db + geometry.shadowing_db
-        if direction == "uplink" or len(self.interferers) == 0:
-            return budget.snr_db(loss)
-        interference = self.propagation.interference_dbm(
-            geometry.x_m, geometry.y_m, self.interferers, budget
-        )
-        return sinr_db(budget.received_dbm_per_rb(loss), budget.noise_dbm_per_rb, interference)
 
-    def rate_per_rb(self, sinr_db_values: np.ndarray, direction: str) -> np.ndarray:
-        """Scheduler rate of one RB: the air interface's time share and overhead applied."""
-        rate = rate_per_rb_bps(
-            self.mappings[direction],
-            sinr_db_values,
-            self.config.fast_fading,
-            self.air.rb_bandwidth_hz,
-        )
-        factor = self.air.rate_factor(direction)
-        return rate if factor == 1.0 else rate * factor
-
-    def user_draw(
-        self, scenario: Scenario, direction: str
-    ) -> Callable[[np.random.Generator, int], tuple[np.ndarray, list[Any]]]:
-        """Channels of fresh background users in ``direction`` (for :class:`UserPool`)."""
-        pf = self.config.fast_fading == "rayleigh" and (
-            self._link(direction).scheduler == "proportional_fair"
-        )
-
-        def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[Any]]:
-            x, y = drop(scenario, rng, n)
-            geometry = self.propagation.draw(x, y, rng, rng)
-            sinr = self.sinr_db(geometry, direction)
-            mapping = self.mappings[direction]
-            diversity = [
-                diversity_gain(mapping, float(db_to_linear(s))) if pf else None for s in sinr
-            ]
-            return self.rate_per_rb(sinr, direction), diversity
-
-        return draw
-
-    def _link(self, direction: str) -> LinkConfig:
-        return self.config.uplink if direction == "uplink" else self.config.downlink
+def device_links(
+    system: RadioSystem, gains: LinkGains, typical_ul_mw: np.ndarray | None
+) -> DeviceLinks:
+    """The devices' powers, and their SINR and rate per RB alone and at the nominal load:
+    downlink, every other cell transmitting on all its RBs (the full-buffer assumption of
+    the 3GPP calibrations); uplink, every other cell with one device of its typical
+    emission transmitting (:func:`netfl.radio.system.typical_ul_emission_mw`)."""
+    gain_db, serving = gains.coupling_gain_db, gains.serving_cell
+    n = len(serving)
+    own_db = gain_db[np.arange(n), serving]
+    ul_power = system.ul_power_db(-own_db)
+    signal = {UL: ul_power + own_db, DL: system.dl_power_db + own_db}
+    others_dl = np.empty(n)
+    for start in range(0, n, BLOCK_DEVICES):
+        block = slice(start, start + BLOCK_DEVICES)
+        mw = db_to_mw(gain_db[block])
+        others_dl[block] = mw.sum(axis=1) - mw[np.arange(len(mw)), serving[block]]
+    interference = {
+        DL: float(db_to_mw(system.dl_power_db)) * np.maximum(others_dl, 0.0),
+        UL: np.zeros(n),
+    }
+    if typical_ul_mw is not None:
+        into = typical_ul_mw.sum(axis=0) - np.diagonal(typical_ul_mw)
+        interference[UL] = into[serving]
+    alone = {d: system.sinr_db(d, signal[d], 0.0) for d in DIRECTIONS}
+    nominal = {d: system.sinr_db(d, signal[d], interference[d]) for d in DIRECTIONS}
+    return DeviceLinks(
+        serving,
+        gain_db,
+        ul_power,
+        alone,
+        {d: system.rate_per_rb(d, alone[d]) for d in DIRECTIONS},
+        nominal,
+        {d: system.rate_per_rb(d, nominal[d]) for d in DIRECTIONS},
+    )
 
 
 def _fixed(scenario: Scenario, streams: Streams, n: int) -> RadioBuild:
     config = scenario.radio
     assert isinstance(config, FixedRadioConfig)
-    x, y = drop(scenario, streams.get("radio.drop"), n)
-    x, y = place_groups(scenario.devices, x, y, streams.get("devices.placement"))
+    c = scenario.cell
+    layout = layout_from_config(c)
+    sites = None if c.device_sites == "all" else np.array([0])
+    xy, site = layout.drop(n, c.min_distance_m, streams.get("radio.drop"), c.drop, sites)
+    xy = place_groups(scenario.devices, layout, xy, site, streams.get("devices.placement"))
+    x, y = xy[:, 0], xy[:, 1]
     rng = streams.get("radio.rates")
     ul = config.rate_ul_bps.sample(rng, n)
     dl = config.rate_dl_bps.sample(rng, n)
@@ -193,48 +237,11 @@ def _fixed(scenario: Scenario, streams: Streams, n: int) -> RadioBuild:
     return RadioBuild(FixedRateNetwork(ul, dl), columns)
 
 
-def _traffic(
-    scenario: Scenario,
-    radio: CellRadio,
-    schedulers: dict[str, FluidScheduler],
-    streams: Streams,
-    timeline: Timeline,
-) -> list[Any]:
-    env = schedulers["uplink"].env
-    log = FlowLog(timeline if scenario.traffic.record_flows else None)
-    sources: list[Any] = []
-    for index, source in enumerate(scenario.traffic.sources):
-        sched = schedulers[source.direction]
-        if isinstance(source, ConstantLoadSource):
-            constant_load(sched, source.load_fraction)
-            continue
-        pool = UserPool(
-            radio.user_draw(scenario, source.direction), streams.get(f"traffic.{index}.users")
-        )
-        if isinstance(source, FullBufferSource):
-            sources.append(
-                FullBuffer(sched, users=source.users, pool=pool, rb_cap=source.rb_per_flow, log=log)
-            )
-        elif isinstance(source, FtpSource):
-            ftp = FtpModel1(
-                env,
-                sched,
-                arrival_rate_hz=source.arrival_rate_hz,
-                sizes=source.file_size_bits.sample,
-                users=pool,
-                rng=streams.get(f"traffic.{index}.arrivals"),
-                rb_cap=source.rb_per_flow,
-                log=log,
-            )
-            ftp.start()
-            sources.append(ftp)
-    return sources
-
-
 def _rb_log(
-    timeline: Timeline, scheduler: FluidScheduler, direction: str
+    timeline: Timeline, scheduler: FluidScheduler, direction: str, cell: int
 ) -> Callable[[Flow, float], None]:
-    """Timeline rows ``rb_allocation``: from ``t_s`` on, ``flow`` holds ``n_rb`` RBs."""
+    """Timeline rows ``rb_allocation``: from ``t_s`` on, ``flow`` holds ``n_rb`` RBs of
+    ``cell``'s ``direction``."""
     env, total = scheduler.env, scheduler.n_rb
 
     def record(flow: Flow, n_rb: float) -> None:
@@ -246,186 +253,38 @@ def _rb_log(
             n_rb_total=total,
             flow=flow.id,
             direction=direction,
+            cell=cell,
         )
 
     return record
 
 
-def _coverage(scenario: Scenario, channels: Channels) -> None:
-    """Devices with a zero rate (below the lowest CQI) could never finish a transfer."""
-    dead = (channels.rate_per_rb_ul_bps <= 0) | (channels.rate_per_rb_dl_bps <= 0)
-    if not dead.any():
+def _coverage(scenario: Scenario, devices: DeviceLinks) -> None:
+    """Devices with a zero rate (below the lowest CQI) could never finish a transfer: alone
+    in the network, or, when a transfer keeps the SINR it started with (no radio update), at
+    the nominal load."""
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    stops = scenario.fl.deadline_s is not None or scenario.fl.time_budget_s is not None
+    alone = devices.alone_rate_per_rb_bps
+    dead = (alone[UL] <= 0) | (alone[DL] <= 0)
+    if dead.any():
+        message = (
+            f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
+            " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
+            " cell.radius_m, raise the transmit power, spread it over fewer RBs"
+            " (uplink.rb_per_flow), or use another rate mapping"
+        )
+        if not stops:
+            raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
+        warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
         return
-    message = (
-        f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
-        " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
-        " cell.radius_m, raise the transmit power, spread it over fewer RBs"
-        " (uplink.rb_per_flow), or use another rate mapping"
-    )
-    if scenario.fl.deadline_s is None and scenario.fl.time_budget_s is None:
-        raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
-    warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
-
-
-def _block_fading_outage(scenario: Scenario, mappings: dict[str, RateMapping]) -> None:
-    """Under ``rayleigh_block`` one fade holds for a whole transfer: a mapping with a lowest
-    MCS (or CQI) gives a deep fade a zero rate, and a round without a deadline or a time
-    budget would then never end (issue 26: the standard LTE mapping has such a floor)."""
-    fl, radio = scenario.fl, scenario.radio
-    assert isinstance(radio, LteRadioConfig)
-    if radio.fast_fading != "rayleigh_block" or {fl.deadline_s, fl.time_budget_s} != {None}:
-        return
-    if any(float(m.rate_bps(np.array([1e-6]), RB_BANDWIDTH_HZ)[0]) <= 0 for m in mappings.values()):
+    nominal = devices.nominal_rate_per_rb_bps
+    loaded = (nominal[UL] <= 0) | (nominal[DL] <= 0)
+    if loaded.any() and config.update_interval_s is None and not stops:
         raise ScenarioError.single(
-            "radio.fast_fading",
-            "rayleigh_block can fade a transfer below the rate mapping's lowest MCS (rate 0)"
-            " for its whole duration, and then the round never ends: set fl.deadline_s or"
-            " fl.time_budget_s, use fast_fading: rayleigh, or a mapping without a floor"
-            " (shannon_with_loss)",
+            "radio.update_interval_s",
+            f"{int(loaded.sum())} of {loaded.size} devices have no coverage when the other"
+            " cells transmit, and without the radio update a transfer that starts then keeps"
+            " its rate 0 for ever: set radio.update_interval_s (or fl.deadline_s)",
         )
-
-
-class Backhaul:
-    """One :class:`BackhaulLink` per edge of the topology, shared by every path across it."""
-
-    def __init__(self, env: simpy.Environment, topology: Any, aggregator: str) -> None:
-        self.env, self.topology, self.aggregator = env, topology, aggregator
-        self._links: dict[frozenset[Any], BackhaulLink | None] = {}
-
-    def path(self, source: Any = cell.SERVING_CELL) -> list[BackhaulLink]:
-        """The links a model crosses from ``source`` (a site node) to the aggregator."""
-        out = []
-        for a, b in cell.backhaul_path(self.topology, self.aggregator, source):
-            key = frozenset((a, b))
-            if key not in self._links:
-                data = self.topology.edges[a, b]
-                useful = data["latency_s"] > 0 or np.isfinite(data["capacity_bps"])
-                self._links[key] = (
-                    BackhaulLink(self.env, data["latency_s"], data["capacity_bps"])
-                    if useful
-                    else None
-                )
-            link = self._links[key]
-            if link is not None:
-                out.append(link)
-        return out
-
-
-def _lte(
-    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
-) -> RadioBuild:
-    config = scenario.radio
-    assert isinstance(config, LteRadioConfig)
-    radio = CellRadio(scenario)
-    x, y = drop(scenario, streams.get("radio.drop"), n)
-    x, y = place_groups(scenario.devices, x, y, streams.get("devices.placement"))
-    try:
-        geometry = radio.propagation.draw(
-            x, y, streams.get("radio.los"), streams.get("radio.shadowing")
-        )
-    except OutOfValidityError as exc:
-        raise ScenarioError.single("cell.radius_m", str(exc)) from None
-    sinr = {d: radio.sinr_db(geometry, d) for d in DIRECTIONS}
-    channels = Channels(
-        sinr["uplink"],
-        sinr["downlink"],
-        radio.rate_per_rb(sinr["uplink"], "uplink"),
-        radio.rate_per_rb(sinr["downlink"], "downlink"),
-    )
-    _coverage(scenario, channels)
-    _block_fading_outage(scenario, radio.mappings)
-    links = {"uplink": config.uplink, "downlink": config.downlink}
-    schedulers = {d: FluidScheduler(env, links[d].rb_count, links[d].scheduler) for d in links}
-    if config.record_rb_allocations:
-        for direction, scheduler in schedulers.items():
-            short = {"uplink": "ul", "downlink": "dl"}[direction]
-            scheduler.on_change = _rb_log(timeline, scheduler, short)
-    network = LteNetwork(
-        env,
-        uplink=schedulers["uplink"],
-        downlink=schedulers["downlink"],
-        channels=channels,
-        mappings=radio.mappings,
-        rb_cap_ul=config.uplink.flow_rb_cap,
-        rb_cap_dl=config.downlink.flow_rb_cap,
-        fast_fading=config.fast_fading,
-        fading_rng=streams.get("radio.fading") if config.fast_fading == "rayleigh_block" else None,
-        fluctuation_eta=config.fluctuation_eta,
-        fluctuation_rng=(
-            streams.get("radio.fluctuation") if config.fluctuation_eta is not None else None
-        ),
-        backhaul=Backhaul(env, radio.topology, scenario.cell.backhaul.aggregator).path(),
-        air=radio.air,
-    )
-    traffic = _traffic(scenario, radio, schedulers, streams, timeline)
-    columns = {
-        "x_m": x,
-        "y_m": y,
-        "distance_m": geometry.distance_m,
-        "los": geometry.los,
-        "pathloss_db": geometry.pathloss_db,
-        "shadowing_db": geometry.shadowing_db,
-        "snr_ul_db": sinr["uplink"],
-        "cell": np.zeros(n, dtype=np.int32),
-        "coupling_loss_db": geometry.pathloss_db
-        + geometry.shadowing_db
-        - config.bs_antenna_gain_dbi
-        - config.ue_antenna_gain_dbi,
-        "sinr_ul_db": sinr["uplink"],  # with the constant ul_interference_db in the noise
-        "sinr_dl_db": sinr["downlink"],
-    }
-    return RadioBuild(network, columns, traffic)
-
-
-def _multicell(
-    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
-) -> RadioBuild:
-    config = scenario.radio
-    assert isinstance(config, LteRadioConfig)
-    c = scenario.cell
-    topology = cell.build_topology(0, c.radius_m, c.backhaul.model_dump(), layout_from_config(c))
-    sites = {
-        data["site"]: node
-        for node, data in topology.nodes(data=True)
-        if data.get("kind") == "cell" and "site" in data
-    }
-    backhaul = Backhaul(env, topology, c.backhaul.aggregator)
-    try:
-        network, columns, traffic = build_multicell(
-            scenario,
-            env,
-            streams,
-            timeline,
-            n,
-            channel_models().load(config.channel_model),
-            {d: rate_mapping(config, d) for d in DIRECTIONS},
-            lambda site: backhaul.path(sites[site]),
-        )
-    except OutOfValidityError as exc:
-        raise ScenarioError.single("radio.out_of_range", f"{exc}; or set it to clip") from None
-    _coverage(
-        scenario,
-        Channels(
-            columns["sinr_ul_db"],
-            columns["sinr_dl_db"],
-            network.rate_per_rb_nominal["ul"],
-            network.rate_per_rb_nominal["dl"],
-        ),
-    )
-    return RadioBuild(network, columns, traffic)
-
-
-def build_radio(
-    scenario: Scenario, env: simpy.Environment, streams: Streams, timeline: Timeline, n: int
-) -> RadioBuild:
-    """Build the scenario's network for ``n`` devices (``radio.model``: lte or fixed; the
-    multi-cell model when ``cell`` asks for more than one site, sectors or indoor devices)."""
-    if isinstance(scenario.radio, FixedRadioConfig):
-        build = _fixed(scenario, streams, n)
-    elif scenario.cell.multicell:
-        build = _multicell(scenario, env, streams, timeline, n)
-    else:
-        build = _lte(scenario, env, streams, timeline, n)
-    build.columns["rate_ul_bps"] = build.network.rate_ul_bps
-    build.columns["rate_dl_bps"] = build.network.rate_dl_bps
-    return build

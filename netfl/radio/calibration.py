@@ -1,10 +1,13 @@
 """The 3GPP large-scale calibration: presets, the drop, and the reference results.
 
 A preset is the calibration configuration of a 3GPP report: layout, carrier, heights,
-antenna, power, bandwidth, noise figure, indoor fraction and O2I model. :func:`calibrate`
-drops devices, computes each one's coupling loss and downlink geometry (wideband SINR
-without fast fading, every cell at full power) with :mod:`netfl.radio.propagation`, and
-compares their 5th, 50th and 95th percentiles with the reference.
+antenna, power, bandwidth, noise figure, indoor fraction and O2I model, written as the
+``cell`` and ``radio`` sections of a scenario (:func:`preset_scenario`). :func:`calibrate`
+elaborates that scenario's radio with the code every FL run uses
+(:func:`netfl.radio.build.draw_links`: the same drop, streams and link gains), computes
+each device's coupling loss and downlink geometry (wideband SINR without fast fading,
+every cell at full power) and compares their 5th, 50th and 95th percentiles with the
+reference: "calibrated" describes what simulations use.
 
 Reference results (the CDFs the 3GPP companies' calibrations agree on; percentiles
 0, 5, ..., 100 for TR 36.873 and 5, 10, ..., 95 for TR 38.901). They are the median of the
@@ -19,6 +22,13 @@ fraunhoferhhi/QuaDRiGa), which cites the sources:
   assumptions) at 6 GHz, UMi-Street Canyon and UMa, from R1-165974 (the summary of the
   companies' large-scale calibration results): frequency 1, scenarios 1 and 2 of
   ``cl38900a`` / ``gf38900a``.
+- ``tr38901_*_30ghz``: the same calibration at its second carrier, 30 GHz (FR2): frequency 2
+  (QuaDRiGa's ``center_frequency = [6e9, 30e9, 70e9]``), scenarios 1 and 2 of ``cl38900a``
+  / ``gf38900a``. Table 7.8-1 keeps layout, heights, antenna (a 10-element column, 0.5
+  lambda, 12 degree downtilt, at every carrier) and UE distribution, and changes BS power
+  (35 dBm for UMi and UMa at 30 and 70 GHz) and bandwidth (100 MHz at 30 and 70 GHz). Neither
+  enters the compared numbers: coupling loss excludes the transmit power, and the geometry
+  compared is S/I with every cell at the same power.
 
 The assumptions of each preset cite their table; ``docs/radio.md`` ("Calibration") has the
 figures, the measured-against-reference table and what differs.
@@ -26,18 +36,19 @@ figures, the measured-against-reference table and what differs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from channel_models import tr38901
 from channel_models.antenna import SectorAntenna
+from netfl.config import Scenario
 from netfl.config.cell import CellConfig
-from netfl.radio.layout import antenna_from_config, layout_from_config
-from netfl.radio.propagation import Environment, O2IModel, drop_heights, link_gains
+from netfl.radio.propagation import O2IModel
 
 PERCENTILES = (5, 50, 95)
+_O2I_KEY = {"low": "low_loss", "high": "high_loss", "mixed": "mixed", "tr36873": "tr36873"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ def _loss(gains_db: list[float], percentiles: tuple[int, ...], source: str) -> R
 
 
 _SRC_36873 = "3GPP TR 36.873 V12.5.0 Sec. 8.2 phase-1 calibration, {} K=M=1 ({}, {})"
-_SRC_38901 = "3GPP TR 38.901 V14.1.0 Sec. 7.8.1 large-scale calibration, {} 6 GHz (R1-165974, {})"
+_SRC_38901 = "3GPP TR 38.901 V14.1.0 Sec. 7.8.1 large-scale calibration, {} (R1-165974, {})"
 
 # fmt: off
 PRESETS: dict[str, Preset] = {
@@ -196,7 +207,7 @@ PRESETS: dict[str, Preset] = {
                 103.2, 99.9, 96.2, 92.2, 87.6, 82, 74.8,
             ],
             _P38901,
-            _SRC_38901.format("UMi-Street Canyon", "coupling loss, " + _QUADRIGA),
+            _SRC_38901.format("UMi-Street Canyon 6 GHz", "coupling loss, " + _QUADRIGA),
         ),
         geometry=Reference(
             _P38901,
@@ -204,7 +215,7 @@ PRESETS: dict[str, Preset] = {
                 -1.7, -0.5, 0.4, 1.2, 2.1, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.4, 13, 14.9, 17, 19.4,
                 22.1, 24.9,
             ),
-            _SRC_38901.format("UMi-Street Canyon", "geometry, " + _QUADRIGA),
+            _SRC_38901.format("UMi-Street Canyon 6 GHz", "geometry, " + _QUADRIGA),
         ),
     ),
     "tr38901_uma": Preset(
@@ -231,7 +242,7 @@ PRESETS: dict[str, Preset] = {
                 111.8, 109.1, 106.1, 102.8, 98.8, 93.7, 86,
             ],
             _P38901,
-            _SRC_38901.format("UMa", "coupling loss, " + _QUADRIGA),
+            _SRC_38901.format("UMa 6 GHz", "coupling loss, " + _QUADRIGA),
         ),
         geometry=Reference(
             _P38901,
@@ -239,10 +250,62 @@ PRESETS: dict[str, Preset] = {
                 -1, 0.1, 1.1, 2, 2.9, 3.9, 5, 6, 7.2, 8.6, 9.9, 11.3, 12.9, 14.7, 16.5, 18.6, 20.9,
                 23.4, 25.6,
             ),
-            _SRC_38901.format("UMa", "geometry, " + _QUADRIGA),
+            _SRC_38901.format("UMa 6 GHz", "geometry, " + _QUADRIGA),
         ),
     ),
 }
+
+
+def _at_30ghz(
+    six_ghz: Preset, environment: str, losses: list[float], geometry: tuple[float, ...]
+) -> Preset:
+    """The 6 GHz preset at the large-scale calibration's second carrier (FR2): TR 38.901
+    Table 7.8-1 keeps layout, heights, antenna (the 10-element column's spacing is in
+    wavelengths, so its pattern does not depend on the carrier), noise figure and UE
+    distribution, and sets BS 35 dBm (UMi and UMa) over 100 MHz at 30 GHz; the references
+    are frequency 2 of ``cl38900a`` / ``gf38900a``."""
+    at = f"{environment} 30 GHz"
+    return replace(
+        six_ghz,
+        name=f"{six_ghz.name}_30ghz",
+        title=six_ghz.title.replace("6 GHz", "30 GHz"),
+        frequency_hz=30.0e9,
+        tx_power_dbm=35.0,
+        bandwidth_hz=100e6,
+        assumptions=(
+            f"TR 38.901 Table 7.8-1 at the 30 GHz carrier: as {six_ghz.name} with 30 GHz,"
+            " 100 MHz, BS 35 dBm; the same antenna, heights, UE distribution and 50/50"
+            " low/high-loss O2I split (Table 7.4.3-2 wall losses at 30 GHz: 18.2 dB low, 38.5 dB"
+            " high, against 13.4 and 30.7 dB at 6 GHz)"
+        ),
+        coupling_loss=_loss(losses, _P38901, _SRC_38901.format(at, "coupling loss, " + _QUADRIGA)),
+        geometry=Reference(_P38901, geometry, _SRC_38901.format(at, "geometry, " + _QUADRIGA)),
+    )
+
+
+PRESETS["tr38901_umi_30ghz"] = _at_30ghz(
+    PRESETS["tr38901_umi"],
+    "UMi-Street Canyon",
+    [
+        164.6, 158.5, 154.1, 150.3, 147.1, 144, 141.1, 138.2, 135.3, 132.4, 129.4, 126.2, 122.5,
+        118.3, 113.7, 108.9, 103.5, 97.1, 89.3,
+    ],
+    (
+        -1.6, -0.4, 0.4, 1.3, 2.2, 3.1, 4.1, 5.2, 6.3, 7.5, 8.8, 10.2, 11.7, 13.3, 15.1, 17.2, 19.6,
+        22.2, 24.9,
+    ),
+)
+PRESETS["tr38901_uma_30ghz"] = _at_30ghz(
+    PRESETS["tr38901_uma"],
+    "UMa",
+    [
+        172, 166.3, 161.8, 157.9, 154.5, 151.4, 148.5, 145.7, 142.9, 140.1, 137, 133.6, 130, 126.6,
+        123.1, 119.5, 115.4, 110.1, 102,
+    ],
+    (
+        -1, 0.2, 1.1, 2, 3, 4, 5, 6.1, 7.3, 8.6, 9.9, 11.3, 13, 14.7, 16.5, 18.6, 20.9, 23.4, 25.6,
+    ),
+)
 # fmt: on
 
 #: Targets of issue 14: medians within 1 dB, 5th and 95th percentiles within 2 dB.
@@ -298,40 +361,56 @@ class CalibrationResult:
 
 
 def calibrate(preset: Preset, ues: int, seed: int) -> CalibrationResult:
-    """Drop ``ues`` devices in the preset's configuration and measure them."""
+    """Drop ``ues`` devices in the preset's configuration, as an FL run would, and measure
+    them."""
+    from netfl.radio.build import draw_links, radio_system
     from netfl.rng import Streams
 
-    streams = Streams(seed)
-    cell = cell_config(preset)
-    layout = layout_from_config(cell)
-    xy = layout.drop_uniform(ues, preset.min_distance_m, streams.get("calibration.drop"))
-    heights = drop_heights(
-        ues,
-        cell.indoor_fraction,
-        streams.get("calibration.heights"),
-        tr36873_indoor_distance=preset.o2i == "tr36873",
-    )
-    environment = Environment(
-        preset.model,
-        preset.frequency_hz,
-        preset.bs_height_m,
-        antenna_from_config(cell, 0.0),
-        preset.o2i,
-        preset.high_loss_fraction,
-    )
-    gains = link_gains(
-        layout,
-        xy,
-        heights,
-        environment,
-        streams.get("calibration.los"),
-        streams.get("calibration.shadowing"),
-    )
+    scenario = preset_scenario(preset, ues, seed)
+    placement, gains = draw_links(radio_system(scenario), scenario, ues, Streams(seed))
     with_noise = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, preset.noise_figure_db)
     geometry = gains.geometry_db(preset.tx_power_dbm, preset.bandwidth_hz, None)
     return CalibrationResult(
-        preset, gains.coupling_loss_db, geometry, with_noise, gains.serving_cell, xy
+        preset, gains.coupling_loss_db, geometry, with_noise, gains.serving_cell, placement.xy_m
     )
+
+
+def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
+    """A timing-only scenario of ``ues`` devices on the preset's network: its ``cell``
+    section (:func:`cell_config`) and its channel model, carrier and downlink budget (an
+    FL run's nominal downlink SINR is then the preset's geometry with noise). The
+    large-scale links do not depend on the air interface: an LTE radio where the preset's
+    bandwidth is an LTE channel, else an NR FDD radio (numerology 3 in FR2, 1 in FR1)."""
+    from netfl.config.radio import LTE_RB_PER_BANDWIDTH
+    from netfl.scenario import scenario_from_data
+
+    downlink: dict[str, Any] = {
+        "bandwidth_hz": preset.bandwidth_hz,
+        "tx_power_dbm": preset.tx_power_dbm,
+        "noise_figure_db": preset.noise_figure_db,
+    }
+    air: dict[str, Any] = {"model": "lte"}
+    if preset.bandwidth_hz not in LTE_RB_PER_BANDWIDTH:
+        fr2 = preset.frequency_hz > 7.125e9  # FR1 ends at 7.125 GHz (TS 38.101-1)
+        air = {"model": "nr", "duplex": "fdd", "numerology": 3 if fr2 else 1}
+        air["uplink"] = {"bandwidth_hz": preset.bandwidth_hz}
+
+    data: dict[str, Any] = {
+        "name": f"calibration_{preset.name}",
+        "seed": seed,
+        "cell": cell_config(preset).model_dump(mode="json", exclude={"radius_m"}),
+        "radio": {
+            **air,
+            "channel_model": f"{preset.model.release}_{preset.model.environment}",
+            "carrier_frequency_hz": preset.frequency_hz,
+            "update_interval_s": None,
+            "downlink": downlink,
+        },
+        "devices": {"groups": [{"name": "ues", "count": ues, "n_samples": 1}]},
+        "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 1.0e6},
+        "learning": None,
+    }
+    return scenario_from_data(data)
 
 
 def cell_config(preset: Preset) -> CellConfig:
@@ -345,6 +424,8 @@ def cell_config(preset: Preset) -> CellConfig:
         sectors=preset.sectors,
         wrap_around=preset.wrap_around,
         indoor_fraction=preset.indoor_fraction,
+        o2i_model=_O2I_KEY[preset.o2i],
+        o2i_high_loss_fraction=preset.high_loss_fraction,
         antenna_elements=preset.antenna.elements,
         antenna_electrical_downtilt_deg=preset.antenna.electrical_tilt_deg,
         antenna_mechanical_downtilt_deg=preset.antenna.mechanical_tilt_deg,
@@ -366,6 +447,8 @@ def preset_dict(preset: Preset) -> dict[str, Any]:
             "sectors",
             "wrap_around",
             "indoor_fraction",
+            "o2i_model",
+            "o2i_high_loss_fraction",
             "antenna_elements",
             "antenna_electrical_downtilt_deg",
             "antenna_mechanical_downtilt_deg",

@@ -2,9 +2,9 @@
 
 Called from :func:`netfl.validation.scenario_problems`. Each problem names the key to fix:
 a path-loss model outside its validity (frequency, distances, the LOS breakpoint with a
-1 m UE), and background load at or above a direction's capacity (an error without a
+1 m UE), background load at or above a direction's capacity (an error without a
 deadline or time budget, since uploads may then never finish; a :class:`RadioWarning`
-otherwise).
+otherwise), and block fading under a rate mapping with a floor without a deadline.
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ import warnings
 import numpy as np
 
 from channel_models.protocol import ChannelModel
+from channel_models.tr38901 import ThreeGppModel
 from netfl.config import Scenario
-from netfl.config.radio import LteRadioConfig
+from netfl.config.cell import CellConfig
+from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.errors import Problem, RadioWarning
+from netfl.errors import Problem, RadioWarning, ScenarioError
+from netfl.radio.layout import layout_from_config
+from netfl.radio.link import rate_mapping
 
 _KEYS = {
     "frequency": "radio.carrier_frequency_hz",
@@ -30,9 +34,18 @@ _KEYS = {
 def radio_problems(scenario: Scenario) -> list[Problem]:
     """Problems of the ``radio``/``cell``/``traffic`` sections (empty if fine)."""
     config = scenario.radio
+    moving = [i for i, g in enumerate(scenario.devices.groups) if g.mobility.model != "static"]
     if not isinstance(config, LteRadioConfig):
         if scenario.traffic.sources:
             return [Problem("traffic.sources", "background traffic needs radio.model: lte")]
+        if moving:
+            return [
+                Problem(
+                    f"devices.groups.{moving[0]}.mobility",
+                    "moving devices need a radio with a layout (radio.model: lte or nr);"
+                    " the fixed-rate radio has no positions to move through",
+                )
+            ]
         return []
     from netfl.registry import channel_models
 
@@ -52,101 +65,99 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
             )
         ]
     c = scenario.cell
-    if c.multicell and config.model == "nr":
-        return [Problem("radio.model", "nr supports a single cell for now; use model: lte")]
-    if c.multicell:
-        unsupported = _multicell_problems(scenario)
-        if unsupported:
-            return unsupported
-    elif config.uplink.p0_dbm is not None:
+    if c.indoor_fraction > 0 and not isinstance(channel, ThreeGppModel):
         return [
             Problem(
-                "radio.uplink.p0_dbm",
-                "open-loop power control belongs to the multi-cell model (cell.sites,"
-                " sectors, indoor_fraction); the single cell transmits tx_power_dbm",
+                "cell.indoor_fraction",
+                f"indoor devices sit on floors at several heights, which {config.channel_model}"
+                " (one device height) cannot take: use a TR 38.901 or TR 36.873 model"
+                " (tr38901_umi, tr36873_umi, ...) or indoor_fraction: 0",
             )
         ]
     found = channel.problems(config.carrier_frequency_hz, c.bs_height_m, c.ue_height_m)
     problems = [
         Problem(_KEYS.get(what, "radio.channel_model"), message) for what, message in found.items()
     ]
-    if config.out_of_range == "refuse" and not c.multicell:
+    if config.out_of_range == "refuse":
         problems += _distance_problems(scenario, config.channel_model, channel)
+    if not problems and moving:
+        problems += _mobility_problems(scenario, channel, moving)
     if not problems:
-        problems += _load_problems(scenario)
+        problems += _load_problems(scenario) + _block_fading_problems(scenario)
     return problems
 
 
-def _multicell_problems(scenario: Scenario) -> list[Problem]:
-    """What the multi-cell model does not do (yet), each refused under its key."""
+def _mobility_problems(
+    scenario: Scenario, channel: ChannelModel, moving: list[int]
+) -> list[Problem]:
+    """What moving devices need: a radio update that ticks, a path-loss model whose
+    environment gives the decorrelation distances, and models the layout can hold (a
+    road on it, wrap-around for wrapping, a trajectory file that reads)."""
+    from netfl.radio.motion import build_population
+    from netfl.rng import Streams
+
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
-    why = "is not supported by the multi-cell model (cell.sites, sectors, indoor_fraction)"
-    if config.model != "lte":
+    key = f"devices.groups.{moving[0]}.mobility"
+    if not config.update_interval_s:
         return [
             Problem(
-                "radio.model",
-                f"{config.model} {why}: it schedules LTE resource blocks; use model: lte on a"
-                " layout, or one NR cell",
+                "radio.update_interval_s",
+                f"{key} moves devices at each radio update: give a positive interval"
+                " (0.1 s: the default)",
             )
         ]
-    problems = []
-    if config.ul_interference_db:
-        problems.append(
+    if getattr(channel, "environment", None) not in ("umi", "uma", "rma"):
+        return [
             Problem(
-                "radio.ul_interference_db",
-                "the multi-cell model computes uplink interference from the transfers in"
-                " flight; leave ul_interference_db at 0",
+                "radio.channel_model",
+                f"{key}: moving devices need a model with a 3GPP/ITU environment (umi, uma)"
+                " for their shadowing and LOS decorrelation distances",
             )
-        )
-    if config.fluctuation_eta is not None:
-        problems.append(Problem("radio.fluctuation_eta", f"MAB-CS fluctuation {why}"))
-    if config.fast_fading == "rayleigh_block":
-        problems.append(Problem("radio.fast_fading", f"rayleigh_block {why}; use none or rayleigh"))
-    if config.record_rb_allocations:
-        problems.append(Problem("radio.record_rb_allocations", f"the RB log {why}"))
-    for i, group in enumerate(scenario.devices.groups):
-        if group.distance_m is not None:
-            problems.append(
-                Problem(
-                    f"devices.groups.{i}.distance_m",
-                    f"placing a group at a distance from 'the' BS {why}: devices spread"
-                    " over the layout and each is served by its strongest cell",
-                )
-            )
-    return problems
+        ]
+    layout = layout_from_config(scenario.cell)
+    xy = np.repeat(layout.site_xy_m[:1], scenario.devices.n_clients, axis=0)
+    try:
+        build_population(scenario, layout, xy, Streams(scenario.seed))
+    except ScenarioError as exc:
+        return exc.problems
+    return []
+
+
+def layout_distance_range_m(cell: CellConfig) -> tuple[float, float]:
+    """The shortest and longest device-to-site distance of a layout: the devices' minimum
+    distance to their own site, and the farthest point of any site's hexagon from any site
+    (its nearest image under wrap-around)."""
+    layout = layout_from_config(cell)
+    angles = np.radians(30.0 + 60.0 * np.arange(6))
+    corners = np.column_stack([np.cos(angles), np.sin(angles)]) * cell.radius_m
+    points = (layout.site_xy_m[:, None, :] + corners[None, :, :]).reshape(-1, 2)
+    offsets = layout.site_offsets_m(points)
+    return cell.min_distance_m, float(np.hypot(offsets[..., 0], offsets[..., 1]).max())
 
 
 def _distance_problems(scenario: Scenario, name: str, channel: ChannelModel) -> list[Problem]:
     low, high = channel.distance_range_m()
     c = scenario.cell
     hint = "; or set radio.out_of_range: clip to clip distances to the valid range"
+    nearest, farthest = layout_distance_range_m(c)
     problems = []
-    if c.radius_m > high + 1e-9:
+    if farthest > high + 1e-9:
+        where = "the BS" if c.sites == 1 else "the farthest site they hear"
         problems.append(
             Problem(
-                "cell.radius_m",
-                f"devices up to {c.radius_m:g} m from the BS are beyond"
+                "cell.radius_m" if c.sites == 1 else "cell.inter_site_distance_m",
+                f"devices up to {farthest:.0f} m from {where} are beyond"
                 f" {name}'s validity ({high:g} m){hint}",
             )
         )
-    if c.min_distance_m < low - 1e-9:
+    if nearest < low - 1e-9:
         problems.append(
             Problem(
                 "cell.min_distance_m",
-                f"{c.min_distance_m:g} m is below the path-loss model's validity ({low:g} m){hint}",
+                f"{nearest:g} m is below the path-loss model's validity ({low:g} m){hint}",
             )
         )
-    if c.interfering_rings > 0:
-        farthest = (c.interfering_rings * math.sqrt(3.0) + 1.0) * c.radius_m
-        if farthest > high + 1e-9:
-            problems.append(
-                Problem(
-                    "cell.interfering_rings",
-                    f"the farthest interfering BS is up to {farthest:.0f} m from a device,"
-                    f" beyond the path-loss model's validity ({high:g} m){hint}",
-                )
-            )
     return problems
 
 
@@ -155,15 +166,17 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
 
     FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: the rate per RB of a
     background user with coverage, averaged over drops with a fixed stream; users without
-    coverage are never drawn, see :class:`~netfl.radio.traffic.UserPool`); a constant load
-    its fraction; full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
+    coverage are never drawn, see :class:`~netfl.radio.traffic.CellUsers`) of the centre
+    cell at the nominal load (the other cells transmitting); a constant load its fraction;
+    full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
     """
-    from netfl.radio.build import CellRadio
+    from netfl.radio.build import radio_system
+    from netfl.radio.traffic import nominal_user_rates
 
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     load: dict[str, tuple[float, list[str]]] = {"uplink": (0.0, []), "downlink": (0.0, [])}
-    radio: CellRadio | None = None
+    system = None
     # A fixed estimation stream: whether a scenario is overloaded must not depend on its seed.
     rng = np.random.default_rng(12345)
     for index, source in enumerate(scenario.traffic.sources):
@@ -172,8 +185,9 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
         if isinstance(source, ConstantLoadSource):
             share, key = source.load_fraction, f"{key}.load_fraction"
         elif isinstance(source, FtpSource):
-            radio = radio or CellRadio(scenario)
-            rates, _ = radio.user_draw(scenario, source.direction)(rng, 4000)
+            system = system or radio_system(scenario)
+            direction = "ul" if source.direction == "uplink" else "dl"
+            rates = nominal_user_rates(system, direction, 4000, rng)
             covered = rates[rates > 0]
             size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
             inverse = float(np.mean(1.0 / covered)) if covered.size else math.inf
@@ -186,6 +200,31 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
         total, keys = load[source.direction]
         load[source.direction] = (total + share, [*keys, key])
     return load
+
+
+def _block_fading_problems(scenario: Scenario) -> list[Problem]:
+    """Under ``rayleigh_block`` one fade holds for a whole transfer: a mapping with a lowest
+    MCS or CQI (``lte_tbs``, ``lte_cqi``, ``nr_cqi``) gives a deep fade the rate 0, and a
+    round without a deadline or a time budget then never ends (issue 26)."""
+    config, fl = scenario.radio, scenario.fl
+    assert isinstance(config, LteRadioConfig)
+    if config.fast_fading != "rayleigh_block" or {fl.deadline_s, fl.time_budget_s} != {None}:
+        return []
+    floor = any(
+        float(rate_mapping(config, d).rate_bps(np.array([1e-6]), RB_BANDWIDTH_HZ)[0]) <= 0
+        for d in ("ul", "dl")
+    )
+    if not floor:
+        return []
+    return [
+        Problem(
+            "radio.fast_fading",
+            "rayleigh_block can fade a transfer below the rate mapping's lowest MCS (rate 0)"
+            " for its whole duration, and then the round never ends: set fl.deadline_s or"
+            " fl.time_budget_s, use fast_fading: rayleigh, or a mapping without a floor"
+            " (shannon_with_loss)",
+        )
+    ]
 
 
 def _load_problems(scenario: Scenario) -> list[Problem]:

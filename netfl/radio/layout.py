@@ -1,7 +1,8 @@
-"""Multi-site hexagonal layouts: 1, 7 or 19 sites of 1 (omni) or 3 sectors, wrap-around.
+"""Hexagonal layouts: 1, 7 or 19 sites of 1 (omni) or 3 sectors, wrap-around; drops.
 
-Sites sit on the hexagonal grid of :func:`netfl.radio.cell.hex_grid_sites` (neighbours at
-the inter-site distance ISD along 0, 60, ..., 300 degrees; the serving site first). A
+A cell is a sector of a site of a layout; a single cell is a layout of one omni site.
+Sites sit on the hexagonal grid of :func:`netfl.radio.geometry.hex_grid_sites` (neighbours
+at the inter-site distance ISD along 0, 60, ..., 300 degrees; the centre site first). A
 3-sector site points its sectors at azimuths 30, 150 and 270 degrees, between neighbouring
 sites, as in TR 36.814 Fig. A.2.1.1-2 and TR 38.901 Sec. 7.8 (the "clover-leaf" layout).
 Cells are numbered site by site: cell ``s * sectors + k`` is sector ``k`` of site ``s``.
@@ -12,12 +13,17 @@ two full rings of interferers (TR 36.814 Annex A.2.1.1, the usual 3GPP wrap-arou
 axial hex coordinates the translates of a 2-ring cluster are (5, -2) and its rotations by
 60 degrees, so the images lie 19 ** 0.5 ISD away.
 
+Drops (:meth:`Layout.drop`): devices are dropped in the hexagons of the sites that
+``cell.device_sites`` names (every site, or the centre one), uniformly over the area or with
+the distance uniform to the edge (``cell.drop``); :func:`place_groups` then moves the
+devices of groups with ``distance_m`` to that distance from the site they were dropped at.
+
 From a scenario: :func:`layout_from_config` (``cell.sites``, ``cell.sectors``,
 ``cell.wrap_around``, ``cell.radius_m``) and :func:`antenna_from_config` (the sector
 antenna of ``cell.antenna_*``, or an omni antenna of ``radio.bs_antenna_gain_dbi`` for
 ``sectors: 1``); the sites and sectors are nodes of the network topology
-(:func:`netfl.radio.cell.build_topology`). The propagation of every device to every cell is
-:func:`netfl.radio.propagation.link_gains`.
+(:func:`netfl.radio.topology.build_topology`). The propagation of every device to every
+cell is :func:`netfl.radio.propagation.link_gains`.
 """
 
 from __future__ import annotations
@@ -28,21 +34,38 @@ import numpy as np
 
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.config.cell import CellConfig
-from netfl.radio.cell import SITE_RINGS, SQRT3, drop_uniform_area, hex_grid_sites
+from netfl.config.devices import DevicesConfig
+from netfl.radio.geometry import (
+    SITE_RINGS,
+    SQRT3,
+    drop_uniform_area,
+    drop_uniform_radius,
+    hex_grid_sites,
+)
+from netfl.sampling import draw_checked
 
 SITE_COUNTS = SITE_RINGS  # sites -> rings
 SECTOR_BORESIGHTS_DEG = {1: (0.0,), 3: (30.0, 150.0, 270.0)}
 _WRAP_AXIAL = ((0, 0), (5, -2), (2, 3), (-3, 5), (-5, 2), (-2, -3), (3, -5))
+_DROPS = {"uniform_area": drop_uniform_area, "uniform_radius": drop_uniform_radius}
+#: Devices per block of the wrap-around image search (bounds its (block, sites, 7, 2)
+#: temporary to about 15 MB, whatever the population).
+_WRAP_BLOCK = 8192
 
 
 @dataclass(frozen=True)
 class Layout:
     """Site positions and the sectors' boresights; ``site_offsets_m`` gives device geometry."""
 
-    inter_site_distance_m: float
+    site_radius_m: float
+    """Circumradius of a site's hexagon (``cell.radius_m``): ISD / sqrt(3)."""
     site_xy_m: np.ndarray  # (sites, 2)
     sectors: int
     wrap_around: bool
+
+    @property
+    def inter_site_distance_m(self) -> float:
+        return SQRT3 * self.site_radius_m
 
     @property
     def n_sites(self) -> int:
@@ -62,11 +85,6 @@ class Layout:
         """Boresight azimuth of each cell (degrees; 0 for omni cells)."""
         return np.tile(np.array(SECTOR_BORESIGHTS_DEG[self.sectors]), self.n_sites)
 
-    @property
-    def site_radius_m(self) -> float:
-        """Circumradius of a site's hexagon: ISD / sqrt(3)."""
-        return self.inter_site_distance_m / SQRT3
-
     def site_offsets_m(self, device_xy_m: np.ndarray) -> np.ndarray:
         """``(devices, sites, 2)`` vectors from each site (its nearest image with
         wrap-around) to each device."""
@@ -74,39 +92,73 @@ class Layout:
         offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
         if not self.wrap_around:
             return offsets
+        # Complex positions: the 7 images' squared distances without a (..., 2) axis.
         isd = self.inter_site_distance_m
-        shifts = np.array([(isd * (q + r / 2), isd * r * SQRT3 / 2) for q, r in _WRAP_AXIAL])
-        candidates = offsets[:, :, None, :] - shifts[None, None, :, :]
-        nearest = np.argmin(np.einsum("dsik,dsik->dsi", candidates, candidates), axis=2)
-        return np.take_along_axis(candidates, nearest[:, :, None, None], axis=2)[:, :, 0, :]
+        shifts = np.array([isd * (q + r / 2) + 1j * isd * r * SQRT3 / 2 for q, r in _WRAP_AXIAL])
+        sites = self.site_xy_m[:, 0] + 1j * self.site_xy_m[:, 1]
+        for start in range(0, len(offsets), _WRAP_BLOCK):
+            block = xy[start : start + _WRAP_BLOCK]
+            z = (block[:, 0] + 1j * block[:, 1])[:, None] - sites[None, :]
+            candidates = z[..., None] - shifts
+            nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=2)
+            best = np.take_along_axis(candidates, nearest[..., None], axis=2)[..., 0]
+            offsets[start : start + _WRAP_BLOCK, :, 0] = best.real
+            offsets[start : start + _WRAP_BLOCK, :, 1] = best.imag
+        return offsets
+
+    def drop(
+        self,
+        n: int,
+        min_distance_m: float,
+        rng: np.random.Generator,
+        how: str = "uniform_area",
+        sites: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(n, 2)`` device positions and the site each was dropped at.
+
+        Each device picks a site uniformly among ``sites`` (all by default; no draw when
+        there is one), then a position in its hexagon by ``how`` (``uniform_area`` or
+        ``uniform_radius``), at least ``min_distance_m`` from the site.
+        """
+        candidates = np.arange(self.n_sites) if sites is None else np.asarray(sites)
+        if len(candidates) == 1:
+            site = np.full(n, int(candidates[0]), dtype=np.int64)
+        else:
+            site = candidates[rng.integers(0, len(candidates), n)]
+        x, y = _DROPS[how](n, self.site_radius_m, min_distance_m, rng)
+        return self.site_xy_m[site] + np.column_stack([x, y]), site
 
     def drop_uniform(self, n: int, min_distance_m: float, rng: np.random.Generator) -> np.ndarray:
-        """``(n, 2)`` device positions uniform over the sites' hexagons (every site's area
-        alike), at least ``min_distance_m`` from the site whose hexagon holds them."""
-        site = rng.integers(0, self.n_sites, n)
-        x, y = drop_uniform_area(n, self.site_radius_m, min_distance_m, rng)
-        return self.site_xy_m[site] + np.column_stack([x, y])
+        """``(n, 2)`` device positions uniform over every site's hexagon alike."""
+        return self.drop(n, min_distance_m, rng)[0]
 
 
 def hex_layout(
-    sites: int, sectors: int, inter_site_distance_m: float, wrap_around: bool = False
+    sites: int,
+    sectors: int,
+    inter_site_distance_m: float,
+    wrap_around: bool = False,
+    radius_m: float | None = None,
 ) -> Layout:
-    """The layout of ``sites`` (1, 7 or 19) sites with ``sectors`` (1 or 3) cells each."""
+    """The layout of ``sites`` (1, 7 or 19) sites with ``sectors`` (1 or 3) cells each
+    (``radius_m``, when given, is the hexagons' circumradius exactly: ISD / sqrt(3))."""
     if sites not in SITE_COUNTS:
         raise ValueError(f"sites must be 1, 7 or 19, not {sites}")
     if sectors not in SECTOR_BORESIGHTS_DEG:
         raise ValueError(f"sectors must be 1 (omni) or 3, not {sectors}")
     if wrap_around and sites != 19:
         raise ValueError(f"wrap-around needs 19 sites, not {sites}")
-    radius_m = inter_site_distance_m / SQRT3
-    grid = hex_grid_sites(SITE_COUNTS[sites], radius_m)
+    radius = inter_site_distance_m / SQRT3 if radius_m is None else radius_m
+    grid = hex_grid_sites(SITE_COUNTS[sites], radius)
     site_xy = np.array([(x, y) for _, _, x, y in grid], dtype=float)
-    return Layout(inter_site_distance_m, site_xy, sectors, wrap_around)
+    return Layout(radius, site_xy, sectors, wrap_around)
 
 
 def layout_from_config(cell: CellConfig) -> Layout:
     """The layout of a scenario's ``cell`` section (ISD = sqrt(3) ``cell.radius_m``)."""
-    return hex_layout(cell.sites, cell.sectors, SQRT3 * cell.radius_m, cell.wrap_around)
+    return hex_layout(
+        cell.sites, cell.sectors, SQRT3 * cell.radius_m, bool(cell.wrap_around), cell.radius_m
+    )
 
 
 def antenna_from_config(cell: CellConfig, omni_gain_dbi: float) -> SectorAntenna | OmniAntenna:
@@ -119,3 +171,32 @@ def antenna_from_config(cell: CellConfig, omni_gain_dbi: float) -> SectorAntenna
         electrical_tilt_deg=cell.antenna_electrical_downtilt_deg,
         mechanical_tilt_deg=cell.antenna_mechanical_downtilt_deg,
     )
+
+
+def place_groups(
+    config: DevicesConfig,
+    layout: Layout,
+    xy_m: np.ndarray,
+    site: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Move the devices of groups with ``distance_m`` to that distance from the site they
+    were dropped at, at a uniform angle (RBCS-F's client classes, MAB-CS's rings).
+
+    Apply it to the drop before anything uses the positions; ``rng`` is the run's
+    ``devices.placement`` stream. The other devices keep their drop.
+    """
+    xy_m = np.array(xy_m, dtype=float)
+    start = 0
+    for i, group in enumerate(config.groups):
+        s = slice(start, start + group.count)
+        start += group.count
+        if group.distance_m is None:
+            continue
+        key = f"devices.groups.{i}.distance_m"
+        distance = draw_checked(group.distance_m, rng, group.count, key, positive=True)
+        angle = rng.uniform(0, 2 * np.pi, group.count)
+        centre = layout.site_xy_m[site[s]]
+        xy_m[s, 0] = centre[:, 0] + distance * np.cos(angle)
+        xy_m[s, 1] = centre[:, 1] + distance * np.sin(angle)
+    return xy_m

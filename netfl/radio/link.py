@@ -1,19 +1,17 @@
 """Link budget -> SINR -> rate per resource block, through ``channel_models``.
 
-Per device and direction (``docs/radio.md``; Yoshida et al. 2020
-Sec. IV-A):
+Per link and direction (``docs/radio.md``; Yoshida et al. 2020 Sec. IV-A):
 
-``SNR_dB = P_tx - 10 log10(N_tx) + G_tx + G_rx - PL - X_sigma - N_RB``,
-``N_RB = -174 + 10 log10(180e3) + NF + IoT`` (dBm)
+``S_dB = P_tx - 10 log10(N_tx) + CG``, ``N_RB = -174 + 10 log10(B_RB) + NF + IoT`` (dBm),
+``SINR = S / (N_RB + I)``
 
 per RB: the transmitter's power ``P_tx`` is spread over ``N_tx`` RBs and the power spectral
 density is kept when a transfer gets more or fewer RBs (LTE uplink power control, TS 36.213
-5.1.1, and fixed downlink energy per resource element), so the SNR of a transfer does not
-depend on how many RBs it holds and its rate is linear in them. ``PL`` is the median path
-loss, ``X_sigma`` the shadowing drawn once per device (the same in both directions:
-shadowing is a property of the path), ``IoT`` the uplink interference over thermal. The
-downlink SINR adds the other cells' base stations (median path loss, full load) when the
-layout has interfering rings.
+5.1.1, and fixed downlink energy per resource element), so the SINR of a transfer does not
+depend on how many RBs it holds and its rate is linear in them. ``CG`` is the coupling gain
+(antenna gains minus path loss, shadowing and O2I loss, :mod:`netfl.radio.propagation`),
+``IoT`` a constant interference over thermal (``radio.ul_interference_db``), ``I`` the other
+cells' interference as the transfers in flight make it (:mod:`netfl.radio.cells`).
 
 Fast fading (optional): ``rayleigh`` averages the rate over a Rayleigh-faded SNR
 (``SNR * X``, ``X ~ Exp(1)``) -- the ergodic rate of a transfer that spans many coherence
@@ -31,22 +29,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channel_models.protocol import ChannelModel, OutOfRange
-from channel_models.rate import RateMapping, db_to_linear, linear_to_db
-from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading
+from channel_models.lte import LteTbs
+from channel_models.nr import NrCqi
+from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
+from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading, LteRadioConfig
 
 THERMAL_NOISE_DBM_HZ = -174.0
 _QUANTILES = (np.arange(256) + 0.5) / 256
+#: The largest LTE carrier's PRBs (20 MHz; TS 36.213 Table 7.1.7.2.1-1 ends at 110).
+MAX_LTE_PRB = 110
 
 
 @dataclass(frozen=True)
 class Budget:
-    """The constant part of one direction's link budget."""
+    """One direction's per-RB transmit power and noise.
+
+    The antenna gains live in the coupling gains (:mod:`netfl.radio.propagation`), so a
+    link's received power per RB is ``tx_dbm_per_rb + coupling_gain_db``.
+    """
 
     tx_power_dbm: float
     tx_power_rbs: int
-    tx_gain_dbi: float
-    rx_gain_dbi: float
     noise_figure_db: float
     interference_db: float = 0.0
     rb_bandwidth_hz: float = RB_BANDWIDTH_HZ
@@ -61,6 +64,8 @@ class Budget:
 
     @property
     def noise_dbm_per_rb(self) -> float:
+        """Thermal noise in one RB plus the noise figure and any constant interference
+        over thermal (``radio.ul_interference_db``)."""
         return (
             THERMAL_NOISE_DBM_HZ
             + 10.0 * np.log10(self.rb_bandwidth_hz)
@@ -68,81 +73,16 @@ class Budget:
             + self.interference_db
         )
 
-    def received_dbm_per_rb(self, loss_db: np.ndarray) -> np.ndarray:
-        """Received power per RB over a link with total loss ``loss_db`` (PL + shadowing)."""
-        return self.tx_dbm_per_rb + self.tx_gain_dbi + self.rx_gain_dbi - np.asarray(loss_db)
 
-    def snr_db(self, loss_db: np.ndarray) -> np.ndarray:
-        return self.received_dbm_per_rb(loss_db) - self.noise_dbm_per_rb
-
-
-def sinr_db(signal_dbm: np.ndarray, noise_dbm: float, interference_dbm: np.ndarray) -> np.ndarray:
-    """``S / (N + sum_j I_j)`` in dB; ``interference_dbm`` has one column per interferer."""
-    interference = db_to_linear(interference_dbm)
-    total = db_to_linear(noise_dbm) + (interference.sum(axis=-1) if interference.size else 0.0)
-    return np.asarray(signal_dbm) - linear_to_db(total)
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Large-scale channel of each link: drawn once, reported in ``clients.parquet``."""
-
-    x_m: np.ndarray
-    y_m: np.ndarray
-    distance_m: np.ndarray
-    los: np.ndarray
-    pathloss_db: np.ndarray
-    shadowing_db: np.ndarray
-
-
-@dataclass(frozen=True)
-class Propagation:
-    """A path-loss model at one frequency and antenna heights, with its validity policy."""
-
-    channel: ChannelModel
-    frequency_hz: float
-    bs_height_m: float
-    ue_height_m: float
-    out_of_range: OutOfRange = "refuse"
-    shadowing: bool = True
-
-    def median_pathloss_db(self, distance_m: np.ndarray, los: np.ndarray) -> np.ndarray:
-        d = self.channel.check_distance(distance_m, self.out_of_range)
-        return self.channel.pathloss_db(
-            d, self.frequency_hz, self.bs_height_m, self.ue_height_m, los=los
-        )
-
-    def draw(
-        self,
-        x_m: np.ndarray,
-        y_m: np.ndarray,
-        los_rng: np.random.Generator,
-        shadowing_rng: np.random.Generator,
-    ) -> Geometry:
-        """Draw each link's LOS condition and shadowing (one value per link, own streams)."""
-        distance = np.hypot(x_m, y_m)
-        los = los_rng.random(distance.size) < self.channel.los_probability(distance)
-        pathloss = self.median_pathloss_db(distance, los)
-        sigma = self.channel.shadowing_sigma_db(los)
-        shadowing = shadowing_rng.standard_normal(distance.size) * sigma
-        if not self.shadowing:
-            shadowing = np.zeros_like(distance)
-        return Geometry(x_m, y_m, distance, los, pathloss, shadowing)
-
-    def interference_dbm(
-        self, x_m: np.ndarray, y_m: np.ndarray, sites_xy: np.ndarray, budget: Budget
-    ) -> np.ndarray:
-        """Received power per RB from each interfering site (NLOS-or-mixed median loss)."""
-        if len(sites_xy) == 0:
-            return np.zeros((len(x_m), 0))
-        dx = x_m[:, None] - sites_xy[None, :, 0]
-        dy = y_m[:, None] - sites_xy[None, :, 1]
-        distance = np.hypot(dx, dy).ravel()
-        # Interferers are far: use the model's condition mix in expectation (LOS if more
-        # likely than not); shadowing of interfering links is not modelled.
-        los = self.channel.los_probability(distance) > 0.5
-        loss = self.median_pathloss_db(distance, los).reshape(dx.shape)
-        return budget.received_dbm_per_rb(loss)
+def sinr_db(
+    signal_dbm: np.ndarray, noise_dbm: float | np.ndarray, interference_mw: np.ndarray | float
+) -> np.ndarray:
+    """``S / (N + I)`` in dB, as ``S/N - 10 log10(1 + I/N)``: exactly the SNR when ``I`` is 0
+    (an isolated cell's links are not moved by rounding)."""
+    noise_mw = np.power(10.0, np.asarray(noise_dbm, dtype=float) / 10.0)
+    return (np.asarray(signal_dbm) - noise_dbm) - 10.0 * np.log10(
+        1.0 + np.asarray(interference_mw) / noise_mw
+    )
 
 
 def fading_average(
@@ -186,3 +126,35 @@ def diversity_gain(mapping: RateMapping, sinr: float) -> Callable[[int], float]:
         return float(fading_average(mapping, np.array(sinr), competing)) / base
 
     return gain
+
+
+def rate_mapping(config: LteRadioConfig, direction: str) -> RateMapping:
+    """The SINR -> rate mapping of ``radio.rate_mapping`` for one direction (``"ul"`` or
+    ``"dl"``). Only ``lte_tbs`` differs between them (:mod:`channel_models.lte`): the MCS
+    tables and overheads of each direction, the RBs its transport blocks span (the flow's RB
+    cap) and, uplink, the RBs the device's power is spread over (below MCS 0 it concentrates
+    it on fewer)."""
+    m = config.rate_mapping
+    if m.kind == "lte_tbs":
+        link = config.uplink if direction == "ul" else config.downlink
+        return LteTbs(
+            "uplink" if direction == "ul" else "downlink",
+            min(link.flow_rb_cap, MAX_LTE_PRB),
+            m.target_bler,
+            m.implementation_loss_db,
+            m.dl_control_symbols,
+            m.dl_crs_ports,
+            m.ul_srs_period_ms,
+            m.ul_pucch_rb_fraction,
+            m.packet_payload_bytes,
+            m.packet_header_bytes,
+            link.power_rbs if direction == "ul" else 1,
+        )
+    if m.kind == "shannon_with_loss":
+        return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
+    if m.kind == "lte_cqi":
+        return LteCqi(m.target_ber)
+    if m.kind == "nr_cqi":
+        thresholds = tuple(m.sinr_thresholds_db) if m.sinr_thresholds_db is not None else None
+        return NrCqi(m.table, m.target_bler, m.block_symbols, m.implementation_loss_db, thresholds)
+    return Shannon()

@@ -15,6 +15,27 @@ import numpy as np
 import simpy
 
 
+class LinkLost(Exception):
+    """A transfer failed with its device's radio link (radio link failure): the transfer
+    process fails with it, and whoever waits for the transfer sees it raised."""
+
+    def __init__(self, device: int) -> None:
+        super().__init__(f"device {device} lost its radio link")
+        self.device = device
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Interrupt cause: the device handed over; its transfers resume at ``resume_s``."""
+
+    resume_s: float
+
+
+@dataclass(frozen=True)
+class LinkFailure:
+    """Interrupt cause: the device's radio link failed; its transfers are lost."""
+
+
 @dataclass(frozen=True)
 class Transfer:
     """A completed transfer: when it started and ended (simulated s) and its mean rate."""

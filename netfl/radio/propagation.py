@@ -1,16 +1,21 @@
 """Large-scale propagation of every device to every cell, as devices x cells matrices.
 
-For a layout (:mod:`netfl.radio.layout`), devices with positions and heights, a 3GPP path-
-loss model (:mod:`channel_models.tr38901`) and a sector antenna
-(:mod:`channel_models.antenna`), :func:`link_gains` draws each link's LOS state and
-shadowing and returns the coupling gain of every (device, cell) pair:
+For a layout (:mod:`netfl.radio.layout`), devices with positions and heights, a path-loss
+model (any :class:`channel_models.protocol.ChannelModel`: ITU-R M.2135, TR 36.873, TR
+38.901) and a base-station antenna (:mod:`channel_models.antenna`), :func:`link_gains`
+draws each link's LOS state and shadowing and returns the coupling gain of every
+(device, cell) pair:
 
     coupling gain = G_BS(zenith, azimuth) + G_UE - PL(d2D, d3D, LOS) - SF - O2I loss
 
-with G_UE = 0 dBi (omni). Each device is served by the cell of the strongest coupling gain
-(path loss, shadowing and antenna gain: handover margin 0 dB). The downlink geometry is the
-wideband SINR without fast fading when every cell transmits at full power (the full-buffer
+with an omni device antenna of ``ue_gain_dbi``. The serving cell is the strongest
+(:func:`netfl.radio.association.strongest_cell`). The downlink geometry is the wideband
+SINR without fast fading when every cell transmits at full power (the full-buffer
 assumption of the 3GPP calibrations): serving power / (sum of the other cells' + noise).
+
+Random streams: the LOS state of each (device, site) link from ``los_rng``, its shadowing
+from ``shadowing_rng`` and each indoor device's O2I loss from ``o2i_rng``; each stream is
+read in device order, so the draws do not depend on how the devices are blocked.
 
 Correlation choices (documented in docs/radio.md): a link's LOS state and shadowing are
 drawn per (device, site) and shared by the site's sectors (they are co-located); they are
@@ -21,7 +26,8 @@ under TR 36.873 the full d2D (its phase-1 reference is reproduced within 0.4 dB 
 median coupling loss that way, against 1.0 dB with d2D-out). The O2I loss applies to every
 link of the device with the same indoor distance.
 
-Every step is vectorised numpy over (devices, sites) or (devices, cells): a drop of 1,000
+Every step is vectorised numpy over (devices, sites) or (devices, cells), in blocks of
+devices so that the temporaries stay small whatever the population: a drop of 1,000
 devices on 57 cells costs milliseconds (benchmarks/calibration.py).
 """
 
@@ -47,18 +53,21 @@ from netfl.radio.layout import Layout
 
 O2IModel = Literal["tr36873", "low", "high", "mixed"]
 THERMAL_NOISE_DBM_HZ = -174.0
+#: Devices per block: bounds the (block, cells) temporaries to a few MB each.
+BLOCK_DEVICES = 16384
 
 
 @dataclass(frozen=True)
 class Environment:
-    """What the links share: model, carrier, BS height and antenna, O2I model.
+    """What the links share: model, carrier, BS height and antennas, O2I model, validity.
 
     ``model`` is any :class:`channel_models.protocol.ChannelModel` (a registered
     ``radio.channel_model``); the TR 38.901 models also get the device heights for the LOS
     probability and the indoor devices' outdoor distance d2D-out.
 
     ``o2i="mixed"`` uses TR 38.901's high-loss model for a ``high_loss_fraction`` of the
-    indoor devices and the low-loss model for the rest.
+    indoor devices and the low-loss model for the rest; ``"tr36873"`` the 20 dB wall of
+    TR 36.873 with its 7 dB indoor shadowing.
     """
 
     model: ChannelModel
@@ -67,6 +76,9 @@ class Environment:
     antenna: SectorAntenna | OmniAntenna
     o2i: O2IModel = "low"
     high_loss_fraction: float = 0.0
+    ue_gain_dbi: float = 0.0
+    out_of_range: OutOfRange = "refuse"
+    shadowing: bool = True
 
 
 @dataclass(frozen=True)
@@ -89,8 +101,8 @@ def drop_heights(
     """Heights as in the calibrations (TR 36.873 Table 8.2-1, TR 38.901 Table 7.8-1): a
     fraction ``indoor_fraction`` of the devices is indoor, in a building of N_fl floors
     (uniform in ``floors``) on floor n_fl uniform in 1..N_fl, at 3 (n_fl - 1) + 1.5 m;
-    outdoor devices at 1.5 m. Indoor distance d2D-in: the minimum of two uniform draws in
-    [0, 25] m (TR 38.901 Table 7.4.3-2), or one uniform draw (TR 36.873)."""
+    outdoor devices at ``outdoor_height_m``. Indoor distance d2D-in: the minimum of two
+    uniform draws in [0, 25] m (TR 38.901 Table 7.4.3-2), or one uniform draw (TR 36.873)."""
     indoor = rng.random(n) < indoor_fraction
     building = rng.integers(floors[0], floors[1] + 1, n)
     floor = 1 + np.floor(rng.random(n) * building).astype(int)
@@ -101,21 +113,34 @@ def drop_heights(
 
 
 @dataclass(frozen=True)
+class LargeScaleState:
+    """The drop's per-site draws: each (device, site) link's LOS uniform (LOS where it is
+    below the link's LOS probability) and shadowing (dB), and each device's O2I loss."""
+
+    los_uniform: np.ndarray  # (devices, sites)
+    shadowing_db: np.ndarray  # (devices, sites)
+    o2i_db: np.ndarray  # (devices,)
+
+
+@dataclass(frozen=True)
 class LinkGains:
-    """Coupling gains (dB) of every device to every cell, and each device's serving cell."""
+    """Coupling gains (dB) of every device to every cell, and each device's link to the
+    site of its strongest cell (the columns of ``clients.parquet``)."""
 
     coupling_gain_db: np.ndarray  # (devices, cells)
-    los: np.ndarray  # (devices, sites)
-    distance_2d_m: np.ndarray  # (devices, sites)
-
-    @property
-    def serving_cell(self) -> np.ndarray:
-        return np.argmax(self.coupling_gain_db, axis=1)
+    serving_cell: np.ndarray  # (devices,) the strongest cell
+    los: np.ndarray  # (devices,) of the serving site's link
+    distance_2d_m: np.ndarray  # (devices,) to the serving site (its nearest image), unclipped
+    pathloss_db: np.ndarray  # (devices,) median path loss to the serving site
+    shadowing_db: np.ndarray  # (devices,) shadow fading of the serving site's link
+    o2i_loss_db: np.ndarray  # (devices,) building penetration loss (0 outdoors)
+    state: LargeScaleState | None = None  # the per-site draws, when kept
 
     @property
     def coupling_loss_db(self) -> np.ndarray:
         """Each device's coupling loss to its serving cell (positive dB)."""
-        return -self.coupling_gain_db.max(axis=1)
+        rows = np.arange(len(self.serving_cell))
+        return -self.coupling_gain_db[rows, self.serving_cell]
 
     def geometry_db(
         self, tx_power_dbm: float, bandwidth_hz: float, noise_figure_db: float | None
@@ -123,7 +148,8 @@ class LinkGains:
         """Downlink wideband SINR without fast fading, every cell at full power
         ``tx_power_dbm`` over ``bandwidth_hz``; ``noise_figure_db=None``: S/I only."""
         received_mw = 10.0 ** ((tx_power_dbm + self.coupling_gain_db) / 10.0)
-        serving_mw = received_mw.max(axis=1)
+        rows = np.arange(len(self.serving_cell))
+        serving_mw = received_mw[rows, self.serving_cell]
         others_mw = received_mw.sum(axis=1) - serving_mw
         if noise_figure_db is not None:
             others_mw = others_mw + 10.0 ** (
@@ -139,45 +165,163 @@ def link_gains(
     environment: Environment,
     los_rng: np.random.Generator,
     shadowing_rng: np.random.Generator,
-    out_of_range: OutOfRange = "refuse",
-    shadowing: bool = True,
+    o2i_rng: np.random.Generator,
+    keep_state: bool = False,
 ) -> LinkGains:
     """Draw every (device, site) link's LOS state and shadowing; return the gains.
 
     Distances outside the path-loss model's validity are refused (``OutOfValidityError``)
-    or clipped, as ``out_of_range`` says; ``shadowing=False`` draws no shadow fading."""
-    env, model = environment, environment.model
-    offsets = layout.site_offsets_m(device_xy_m)  # (devices, sites, 2)
-    d2d = model.check_distance(np.hypot(offsets[..., 0], offsets[..., 1]), out_of_range)
-    h_ut = heights.height_m[:, None]
+    or clipped, as ``environment.out_of_range`` says; ``environment.shadowing=False`` draws
+    the shadow fading (so the other draws stay put) but applies none. ``keep_state`` keeps
+    the per-site draws (:attr:`LinkGains.state`) that moving devices' links start from."""
+    n = len(device_xy_m)
+    out: dict[str, list[np.ndarray]] = {}
+    o2i_db = _o2i_loss_db(environment, heights, o2i_rng)
+    for start in range(0, max(n, 1), BLOCK_DEVICES):
+        rows = slice(start, min(start + BLOCK_DEVICES, n))
+        block = _block_gains(
+            layout,
+            np.asarray(device_xy_m, dtype=float)[rows],
+            _rows(heights, rows),
+            o2i_db[rows],
+            environment,
+            los_rng,
+            shadowing_rng,
+            keep_state,
+        )
+        for key, value in block.items():
+            out.setdefault(key, []).append(value)
+    joined = {k: np.concatenate(v) if v else np.empty(0) for k, v in out.items()}
+    if not out:
+        joined = {"coupling": np.empty((0, layout.n_cells))} | {
+            k: np.empty(0) for k in ("serving", "los", "d2d", "pathloss", "shadowing")
+        }
+    state = None
+    if keep_state:
+        state = LargeScaleState(joined["los_uniform"], joined["site_shadowing"], o2i_db)
+    return LinkGains(
+        joined["coupling"],
+        joined["serving"].astype(np.int64),
+        joined["los"].astype(bool),
+        joined["d2d"],
+        joined["pathloss"],
+        joined["shadowing"],
+        o2i_db,
+        state,
+    )
+
+
+def _rows(heights: DeviceHeights, rows: slice) -> DeviceHeights:
+    return DeviceHeights(
+        heights.height_m[rows], heights.indoor[rows], heights.indoor_distance_m[rows]
+    )
+
+
+@dataclass(frozen=True)
+class SiteGeometry:
+    """Where devices are from every site: what the path loss and the antennas take."""
+
+    offsets_m: np.ndarray  # (devices, sites, 2), from each site's nearest image
+    distance_m: np.ndarray  # (devices, sites), unclipped
+    d2d_m: np.ndarray  # (devices, sites), clipped or checked against the model's validity
+    p_los: np.ndarray  # (devices, sites)
+
+
+def site_geometry(
+    layout: Layout, xy: np.ndarray, heights: DeviceHeights, env: Environment
+) -> SiteGeometry:
+    """Distances and LOS probabilities of every (device, site) link (raises
+    ``OutOfValidityError`` for a distance outside the model's validity unless clipping)."""
+    model = env.model
+    offsets = layout.site_offsets_m(xy)  # (devices, sites, 2)
+    distance = np.hypot(offsets[..., 0], offsets[..., 1])
+    d2d = model.check_distance(distance, env.out_of_range)
     d2d_out = d2d
     if isinstance(model, ThreeGppModel) and model.release == "tr38901":
         # Table 7.4.2-1: d2D-out for indoor devices
         d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
     if isinstance(model, ThreeGppModel):
-        p_los = model.los_probability(d2d_out, np.broadcast_to(h_ut, d2d.shape))
+        h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
+        p_los = model.los_probability(d2d_out, h_ut)
     else:  # any ChannelModel (ITU-R M.2135: no height dependence)
         p_los = model.los_probability(d2d_out)
-    los = los_rng.random(d2d.shape) < p_los
+    return SiteGeometry(offsets, distance, d2d, p_los)
+
+
+def shadowing_sigma_db(env: Environment, los: np.ndarray, heights: DeviceHeights) -> np.ndarray:
+    """Each link's shadow-fading sigma: the model's for its LOS state, TR 36.873's 7 dB for
+    indoor devices under its O2I model (the indoor shadowing replaces the outdoor one)."""
+    sigma = env.model.shadowing_sigma_db(los)
+    if env.o2i == "tr36873":
+        sigma = np.where(heights.indoor[:, None], TR36873_O2I_SIGMA_DB, sigma)
+    return np.asarray(sigma, dtype=float)
+
+
+def coupling_gains(
+    layout: Layout,
+    geometry: SiteGeometry,
+    heights: DeviceHeights,
+    env: Environment,
+    los: np.ndarray,
+    shadow_db: np.ndarray,
+    o2i_db: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(coupling gain (devices, cells), path loss (devices, sites))`` in dB for given LOS
+    states, shadowing and O2I loss: the deterministic part of the links, which the radio
+    update re-evaluates for devices that moved."""
+    model = env.model
+    d2d = geometry.d2d_m
     pathloss = model.pathloss_db(
         d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
     )
-    sigma = model.shadowing_sigma_db(los)
-    o2i_db, sigma = _o2i(environment, heights, sigma, shadowing_rng)
-    shadow_db = shadowing_rng.standard_normal(d2d.shape) * sigma
-    if not shadowing:
-        shadow_db = np.zeros_like(d2d)
     site_loss = pathloss + shadow_db + o2i_db[:, None]
     # Antenna gain towards each device, per cell (sectors share their site's link).
     cell_site = layout.cell_site
+    h_ut = heights.height_m[:, None]
     d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
     zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
     zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
+    offsets = geometry.offsets_m
     azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
     relative_az = azimuth[:, cell_site] - layout.cell_boresight_deg[None, :]
     gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
     coupling = gain - site_loss[:, cell_site]
-    return LinkGains(coupling, los, d2d)
+    if env.ue_gain_dbi:
+        coupling = coupling + env.ue_gain_dbi
+    return coupling, pathloss
+
+
+def _block_gains(
+    layout: Layout,
+    xy: np.ndarray,
+    heights: DeviceHeights,
+    o2i_db: np.ndarray,
+    env: Environment,
+    los_rng: np.random.Generator,
+    shadowing_rng: np.random.Generator,
+    keep_state: bool,
+) -> dict[str, np.ndarray]:
+    geometry = site_geometry(layout, xy, heights, env)
+    uniform = los_rng.random(geometry.d2d_m.shape)
+    los = uniform < geometry.p_los
+    shadow_db = shadowing_rng.standard_normal(los.shape) * shadowing_sigma_db(env, los, heights)
+    if not env.shadowing:
+        shadow_db = np.zeros_like(shadow_db)
+    coupling, pathloss = coupling_gains(layout, geometry, heights, env, los, shadow_db, o2i_db)
+    serving = np.argmax(coupling, axis=1)
+    site = layout.cell_site[serving]
+    rows = np.arange(len(xy))
+    out = {
+        "coupling": coupling,
+        "serving": serving,
+        "los": los[rows, site],
+        "d2d": geometry.distance_m[rows, site],
+        "pathloss": pathloss[rows, site],
+        "shadowing": shadow_db[rows, site],
+    }
+    if keep_state:
+        out |= {"los_uniform": uniform, "site_shadowing": shadow_db}
+    return out
 
 
 def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:
@@ -194,17 +338,16 @@ def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, .
     return float(unique[0]) if unique.size else 1.5
 
 
-def _o2i(
-    environment: Environment,
-    heights: DeviceHeights,
-    sigma_db: np.ndarray,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-device O2I loss (mean part) and the links' shadowing sigmas with O2I."""
+def _o2i_loss_db(
+    environment: Environment, heights: DeviceHeights, rng: np.random.Generator
+) -> np.ndarray:
+    """Per-device O2I loss (dB, 0 outdoors): TR 36.873's 20 dB wall plus 0.5 d_in, or TR
+    38.901 Table 7.4.3-2's low/high-loss wall plus 0.5 d2D-in plus N(0, sigma_P)."""
     indoor = heights.indoor
+    if not indoor.any():
+        return np.zeros(len(indoor))
     if environment.o2i == "tr36873":
-        loss = np.where(indoor, TR36873_WALL_LOSS_DB + 0.5 * heights.indoor_distance_m, 0.0)
-        return loss, np.where(indoor[:, None], TR36873_O2I_SIGMA_DB, sigma_db)
+        return np.where(indoor, TR36873_WALL_LOSS_DB + 0.5 * heights.indoor_distance_m, 0.0)
     high = np.zeros_like(indoor)
     if environment.o2i == "high":
         high = indoor.copy()
@@ -217,5 +360,4 @@ def _o2i(
     )
     sigma_p = np.where(high, O2I_SIGMA_DB["high"], O2I_SIGMA_DB["low"])
     random_part = rng.standard_normal(indoor.size) * sigma_p
-    loss = np.where(indoor, wall + 0.5 * heights.indoor_distance_m + random_part, 0.0)
-    return loss, sigma_db
+    return np.where(indoor, wall + 0.5 * heights.indoor_distance_m + random_part, 0.0)

@@ -28,7 +28,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import get_args
+from typing import Any, get_args
 
 import simpy
 
@@ -85,6 +85,9 @@ class Flow:
 
     ``rate_per_rb_bps`` is the flow's rate on one RB (its channel); ``diversity(m)`` is its
     rate multiplier when ``m`` flows compete for each RB under proportional fair (None: 1).
+    ``link`` is the radio link it runs on (:class:`netfl.radio.cells.RadioLink`; the
+    scheduler does not read it): the radio update recomputes the rates of flows in flight
+    from it (:meth:`FluidScheduler.set_rates`).
     """
 
     bits: float
@@ -93,6 +96,7 @@ class Flow:
     client: int = -1
     fl: bool = True
     diversity: Callable[[int], float] | None = None
+    link: Any = None
     remaining_bits: float = field(init=False)
     start_s: float = math.nan
     end_s: float = math.nan
@@ -221,8 +225,8 @@ class FluidScheduler:
         flow._owner = self
         if flow.bits == 0:
             flow.start_s = flow.end_s = self.env.now
-            flow.done.succeed(flow)
-            return flow.done
+            done, flow.done = flow.done, None  # no flow <-> event cycle for the GC to find
+            return done.succeed(flow)
         self._advance()
         self._active[flow.id] = flow
         self._sum_rate_per_rb += flow.rate_per_rb_bps
@@ -241,6 +245,36 @@ class FluidScheduler:
         self._remove(flow)
         self._release(flow)
         self._update()
+
+    def set_rates(
+        self, changes: Sequence[tuple[Flow, float, Callable[[int], float] | None]]
+    ) -> None:
+        """Give flows in flight new rates per RB (and diversity gains) from now on: the
+        radio update's hook when the interference they see changes. Bits already delivered
+        stay delivered; the next completion is rescheduled once."""
+        self._advance()
+        now = self.env.now
+        for flow, rate, diversity in changes:
+            if self._active.get(flow.id) is not flow:
+                continue  # finished or cancelled meanwhile
+            if self._ps:
+                flow.remaining_bits = self._remaining_ps(flow)
+            was_irregular = not self._regular(flow)
+            self._sum_rate_per_rb += rate - flow.rate_per_rb_bps
+            flow.rate_per_rb_bps = rate
+            flow.diversity = diversity
+            self._irregular += (not self._regular(flow)) - was_irregular
+            if self._ps:
+                if flow.start_s != flow.start_s and rate > 0:
+                    flow.start_s = now  # a stalled flow's first bits flow now
+                self._push(flow, flow.remaining_bits)
+        self._update()
+
+    def rbs_in_use(self) -> float:
+        """RBs the flows hold now (the reserved constant load not included)."""
+        if self._ps:
+            return self.n_rb - self.reserved_rb if self._active else 0.0
+        return self._used_rb
 
     def utilisation(self, fl_only: bool = False) -> float:
         """Time-average fraction of the RBs in use since time 0: by every flow and the
@@ -455,8 +489,9 @@ class FluidScheduler:
             self._release(flow)
         self._update()
         for flow in finished:
-            assert flow.done is not None
-            flow.done.succeed(flow)
+            done, flow.done = flow.done, None  # no flow <-> event cycle for the GC to find
+            assert done is not None
+            done.succeed(flow)
 
     def _due(self, tolerance: float) -> list[Flow] | None:
         """General path: the flows due now, or None after setting the next timer."""
@@ -489,6 +524,7 @@ class FluidScheduler:
                 break
             heapq.heappop(heap)
             flow.remaining_bits = self._remaining_ps(flow)
+            del tags[flow_id]  # a re-tagged flow may hold a second entry of the same tag
             finished.append(flow)
         if not finished:
             self._schedule_next(self._next_ps_dt())

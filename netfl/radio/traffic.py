@@ -7,44 +7,60 @@
 - :class:`FullBuffer`: users with data for the whole run.
 - :func:`constant_load`: a fixed fraction of the RBs always taken.
 
-Each source draws from its own random streams and may log its transfers in the timeline
-as ``background_flow_start`` / ``background_flow_end`` (client -1).
+Every source of ``traffic.sources`` runs in every cell (:func:`start_sources`), each cell
+with its own arrival stream ``traffic.<i>.cell<c>.arrivals``; the source's users are
+dropped like the FL devices over the whole layout from ``traffic.<i>.users`` and each
+belongs to the cell that serves it (:class:`LayoutUsers`); a flow's SINR is evaluated
+against the other cells when it starts and follows them in flight like an FL transfer's.
+Each source may log its transfers in the timeline as ``background_flow_start`` /
+``background_flow_end`` (client -1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import simpy
 
+from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
+from netfl.radio.cells import DL, UL, Cells, RadioLink, db_to_mw
 from netfl.radio.scheduler import Flow, FluidScheduler
+from netfl.radio.system import RadioSystem, drop_users, typical_ul_emission_mw
 from netfl.trace.timeline import Timeline
 
-#: ``(rng, n) -> (rate_per_rb_bps, diversity or None per user)`` for ``n`` fresh users.
-UserDraw = Callable[
-    [np.random.Generator, int], tuple[np.ndarray, list[Callable[[int], float] | None]]
-]
+if TYPE_CHECKING:
+    from netfl.config import Scenario
+    from netfl.rng import Streams
+
 SizeDraw = Callable[[np.random.Generator, int], np.ndarray]
+Diversity = Callable[[int], float] | None
 
 
 class Users(Protocol):
-    """Where background flows get their user: ``next()`` gives its rate per RB (and its
-    diversity gain under proportional fair, or None) for a flow about to start."""
+    """Where background flows get their user: ``next()`` gives its rate per RB, its
+    diversity gain under proportional fair (or None) and its radio link (or None) for a
+    flow about to start."""
 
-    def next(self) -> tuple[float, Callable[[int], float] | None]: ...
+    def next(self) -> tuple[float, Diversity, RadioLink | None]: ...
 
 
 class UserPool:
-    """Fresh background users' channels, drawn in batches from one stream."""
+    """Users whose rates per RB come from ``draw(rng, n) -> (rates, diversity per user)``,
+    drawn in batches from one stream, with no radio link (a single scheduler's users)."""
 
-    def __init__(self, draw: UserDraw, rng: np.random.Generator, batch: int = 256) -> None:
+    def __init__(
+        self,
+        draw: Callable[[np.random.Generator, int], tuple[np.ndarray, list[Diversity]]],
+        rng: np.random.Generator,
+        batch: int = 256,
+    ) -> None:
         self._draw, self._rng, self._batch = draw, rng, batch
         self._rates: list[float] = []
-        self._diversity: list[Callable[[int], float] | None] = []
+        self._diversity: list[Diversity] = []
 
-    def next(self) -> tuple[float, Callable[[int], float] | None]:
+    def next(self) -> tuple[float, Diversity, RadioLink | None]:
         """The next user with coverage (users whose rate is 0 are skipped: never served)."""
         while not self._rates:
             rates, diversity = self._draw(self._rng, self._batch)
@@ -53,7 +69,62 @@ class UserPool:
                 raise ValueError(f"none of {self._batch} background users has coverage")
             self._rates = [float(rates[i]) for i in reversed(covered)]
             self._diversity = [diversity[i] for i in reversed(covered)]
-        return self._rates.pop(), self._diversity.pop()
+        return self._rates.pop(), self._diversity.pop(), None
+
+
+class LayoutUsers:
+    """Background users of one source, dropped like the FL devices over the whole layout
+    (``cell.drop``, indoor share) in batches from one stream, each queued at the cell that
+    serves it (its strongest): a cell's users are the people in its service area, and none
+    drawn is thrown away."""
+
+    def __init__(self, system: RadioSystem, rng: np.random.Generator, per_cell: int = 64) -> None:
+        self.system, self.rng = system, rng
+        self.batch = per_cell * system.n_cells
+        self._queues: list[list[tuple[np.ndarray, float]]] = [[] for _ in range(system.n_cells)]
+
+    def take(self, cell: int) -> tuple[np.ndarray, float]:
+        """The next user of ``cell``: its coupling gains to every cell and uplink power."""
+        queue = self._queues[cell]
+        for _ in range(100):
+            if queue:
+                return queue.pop()
+            self._refill()
+        raise ValueError(f"no background user of cell {cell} is served by it")
+
+    def _refill(self) -> None:
+        system = self.system
+        users = drop_users(system, self.batch, self.rng)
+        gains = system.gains(users, self.rng, self.rng, self.rng)
+        power = system.ul_power_db(gains.coupling_loss_db).tolist()
+        # Reversed, so that each queue pops its users in the order they were drawn.
+        for i in range(self.batch - 1, -1, -1):
+            self._queues[int(gains.serving_cell[i])].append((gains.coupling_gain_db[i], power[i]))
+
+
+class CellUsers:
+    """Background users of one cell and direction (from a :class:`LayoutUsers` pool).
+
+    ``next()`` evaluates the user's SINR against what the cells emit when its flow starts;
+    users below the lowest rate (no coverage) are skipped: they would never be served.
+    """
+
+    def __init__(self, pool: LayoutUsers, cells: Cells, cell: int, direction: str) -> None:
+        self.pool, self.cells, self.cell, self.direction = pool, cells, cell, direction
+        self.system = pool.system
+
+    def next(self) -> tuple[float, Diversity, RadioLink | None]:
+        system, direction = self.system, self.direction
+        for _ in range(1000):
+            gain, ul_power = self.pool.take(self.cell)
+            power = ul_power if direction == UL else system.dl_power_db
+            link = RadioLink(self.cell, direction, gain, power)
+            interference = self.cells.link_interference_mw(link)
+            sinr = system.sinr_db(direction, np.array(link.signal_db), interference)
+            rate = float(system.rate_per_rb(direction, sinr))
+            if rate > 0:
+                return rate, system.diversity(direction, float(sinr)), link
+        raise ValueError(f"no background user of cell {self.cell} has coverage")
 
 
 class FlowLog:
@@ -123,8 +194,8 @@ class FtpModel1:
                 self._arrive(float(size))
 
     def _arrive(self, size_bits: float) -> None:
-        rate, diversity = self.users.next()
-        flow = Flow(size_bits, rate, self.rb_cap, fl=False, diversity=diversity)
+        rate, diversity, link = self.users.next()
+        flow = Flow(size_bits, rate, self.rb_cap, fl=False, diversity=diversity, link=link)
         arrived_s = self.env.now
         self.arrivals += 1
         self.log.start(arrived_s, flow)
@@ -150,8 +221,9 @@ class FullBuffer:
     ) -> None:
         self.flows = []
         for _ in range(users):
-            rate, diversity = pool.next()
-            flow = Flow(float("inf"), rate, rb_cap or scheduler.n_rb, fl=False, diversity=diversity)
+            rate, diversity, link = pool.next()
+            cap = rb_cap or scheduler.n_rb
+            flow = Flow(float("inf"), rate, cap, fl=False, diversity=diversity, link=link)
             (log or FlowLog(None)).start(scheduler.env.now, flow)
             scheduler.open(flow)
             self.flows.append(flow)
@@ -161,3 +233,78 @@ def constant_load(scheduler: FluidScheduler, load_fraction: float) -> None:
     """Take ``load_fraction`` of the scheduler's RBs for the whole run (not a flow: not
     logged in the timeline; it shows in the RB utilisation)."""
     scheduler.reserve(load_fraction)
+
+
+def start_sources(
+    scenario: Scenario,
+    system: RadioSystem,
+    cells: Cells,
+    streams: Streams,
+    timeline: Timeline | None,
+) -> list[Any]:
+    """Start every background source of ``traffic.sources`` in every cell."""
+    log = FlowLog(timeline if scenario.traffic.record_flows else None)
+    sources: list[Any] = []
+    for index, source in enumerate(scenario.traffic.sources):
+        direction = UL if source.direction == "uplink" else DL
+        pool = None
+        if not isinstance(source, ConstantLoadSource):
+            pool = LayoutUsers(system, streams.get(f"traffic.{index}.users"))
+        for cell, scheduler in enumerate(cells.schedulers[direction]):
+            if pool is None:
+                assert isinstance(source, ConstantLoadSource)
+                constant_load(scheduler, source.load_fraction)
+                continue
+            users = CellUsers(pool, cells, cell, direction)
+            if isinstance(source, FullBufferSource):
+                sources.append(
+                    FullBuffer(
+                        scheduler,
+                        users=source.users,
+                        pool=users,
+                        rb_cap=source.rb_per_flow,
+                        log=log,
+                    )
+                )
+            elif isinstance(source, FtpSource):
+                ftp = FtpModel1(
+                    scheduler.env,
+                    scheduler,
+                    arrival_rate_hz=source.arrival_rate_hz,
+                    sizes=source.file_size_bits.sample,
+                    users=users,
+                    rng=streams.get(f"traffic.{index}.cell{cell}.arrivals"),
+                    rb_cap=source.rb_per_flow,
+                    log=log,
+                )
+                ftp.start()
+                sources.append(ftp)
+    return sources
+
+
+def nominal_user_rates(
+    system: RadioSystem, direction: str, n: int, rng: np.random.Generator, cell: int = 0
+) -> np.ndarray:
+    """Rates per RB of ``n`` users of ``cell`` (dropped in its site, kept if it serves them)
+    at the nominal load: every other cell transmitting its downlink on all RBs, or one
+    typical device of each other cell in the uplink (the load planning of
+    :func:`netfl.radio.checks.offered_load`)."""
+    site = int(system.layout.cell_site[cell])
+    users = drop_users(system, n, rng, site)
+    gains = system.gains(users, rng, rng, rng)
+    mine = gains.serving_cell == cell
+    gain_db = gains.coupling_gain_db[mine]
+    own_db = gain_db[:, cell]
+    if direction == DL:
+        mw = db_to_mw(gain_db)
+        interference = db_to_mw(system.dl_power_db) * np.maximum(mw.sum(axis=1) - mw[:, cell], 0)
+        signal = system.dl_power_db + own_db
+    else:
+        interference = np.zeros(len(own_db))
+        if system.n_cells > 1:
+            typical = typical_ul_emission_mw(system, rng)
+            interference[:] = typical[:, cell].sum() - typical[cell, cell]
+        signal = system.ul_power_db(-own_db) + own_db
+    return np.asarray(
+        system.rate_per_rb(direction, system.sinr_db(direction, signal, interference))
+    )

@@ -225,10 +225,29 @@ def _blame(problem: Problem, point: dict[str, Any], sections: dict[str, str]) ->
     return None
 
 
+def _check_plugins(scenario: Scenario, checked: set[str], base_label: str) -> None:
+    """A plug-in model or dataset is checked against its contract (``netfl validate``'s
+    check) once per distinct ``learning`` section, so a broken one stops the sweep before
+    any run starts; netfl's own pass the checks in the test suite."""
+    from netfl.learning import is_plugin
+    from netfl.validation import data_problems
+
+    learning = scenario.learning
+    if learning is None or not (is_plugin(learning.model) or is_plugin(learning.dataset)):
+        return
+    key = learning.model_dump_json()
+    if key not in checked:
+        checked.add(key)
+        problems = data_problems(scenario)
+        if problems:
+            raise ScenarioError(problems, base_label)
+
+
 def _expand(model: SweepFile, data: dict[str, Any], base_label: str) -> list[SweepRun]:
     sections = {k: s for s in OVERRIDE_SECTIONS for k in (getattr(model, s) or {})}
     seed_list: list[int | None] = list(model.seeds) if model.seeds else [None]
     runs = []
+    checked: set[str] = set()
     for point in _points(model):
         for seed in seed_list:
             merged = copy.deepcopy(data)
@@ -238,6 +257,7 @@ def _expand(model: SweepFile, data: dict[str, Any], base_label: str) -> list[Swe
                 merged["seed"] = seed
             try:
                 scenario = scenario_from_data(merged, source=base_label)
+                _check_plugins(scenario, checked, base_label)
             except ScenarioError as exc:
                 problem = exc.problems[0]
                 sweep_key = _blame(problem, point, sections)

@@ -128,7 +128,9 @@ def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     """Per configuration: ``n``, and for each metric ``<m>_mean`` and ``<m>_ci95`` (half-width).
 
     ``reached`` counts the runs that reached the target; the time-to-target mean and CI are
-    over those runs only.
+    over those runs only. ``time_to_target_km_median_s`` (with its 95% interval
+    ``_km_low_s``, ``_km_high_s``) counts the others as censored at their end: the
+    Kaplan-Meier median (:mod:`netfl.trace.survival`), NaN when half or fewer reached.
     """
     rows = {}
     for label, group in table.groupby("configuration", sort=False):
@@ -141,6 +143,10 @@ def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
         rows[label] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "configuration"
+    if table["time_to_target_s"].notna().any():
+        from netfl.trace.survival import median_table
+
+        out = out.join(median_table(table).drop(columns="reached"))
     return out
 
 

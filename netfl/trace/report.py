@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 
 from channel_models.nr import TddPattern
 from netfl._version import __version__
-from netfl.errors import MissingDataError
+from netfl.errors import MissingDataError, NetflError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, learning_plots, plots
 from netfl.trace.phases import PHASES
@@ -178,6 +178,29 @@ def _show(value: object, key: str = "") -> str:
     return f"{value:,.4g}" if isinstance(value, float) else str(value)
 
 
+def load_table(run: Run) -> pd.DataFrame:
+    """The run's load plan (:func:`netfl.planning.load_plan`), a row per direction: the
+    background load and the FL room as fractions of capacity, in bit/s and in model
+    transfers a second (empty for the fixed-rate radio)."""
+    from netfl.planning import load_plan
+
+    rows = [
+        {
+            "direction": row.direction,
+            "cells": row.cells,
+            "rbs": row.rb_count,
+            "capacity_bps": row.capacity_bps,
+            "background_fraction": row.background_fraction,
+            "background_sources": ", ".join(row.keys),
+            "fl_room_fraction": row.room_fraction,
+            "fl_room_bps": row.room_bps,
+            "model_transfers_per_s": row.transfers_per_s,
+        }
+        for row in load_plan(run.scenario)
+    ]
+    return pd.DataFrame(rows)
+
+
 def phase_statistics(run: Run) -> pd.DataFrame:
     """Mean, max and count of each phase's duration over all selected clients, by outcome."""
     phases = run.phases()
@@ -226,7 +249,20 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("distinct_selected", lambda: learning_plots.distinct_selected(run))
     page.figure("rate_cdf", lambda: plots.rate_cdf(run))
     page.heading("Radio")
+    try:
+        load = load_table(run)
+    except NetflError as exc:  # e.g. a plug-in channel model this machine cannot import
+        load = pd.DataFrame()
+        page.text(f"Load: not computed ({exc})")
+    if len(load):
+        page.text(
+            "Background load offered to each direction over its capacity (for users dropped"
+            " in the cell), and the room it leaves for FL transfers (netfl/planning.py)."
+        )
+        page.table(load, "load", index=False)
     page.figure("layout", lambda: plots.layout(run))
+    if "n_handovers" in run.clients:
+        page.text(_mobility_text(run))
     page.figure("sinr_cdf", lambda: plots.sinr_cdf(run))
     if (run.path / STRATEGY_FILE).exists():
         page.heading("Strategy")
@@ -239,6 +275,25 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
         f"<details><summary>resolved scenario</summary><pre>{html.escape(text)}</pre></details>"
     )
     return page.write()
+
+
+def _time_to_target(page: _Page, table: pd.DataFrame, grouped: pd.DataFrame, target: float) -> None:
+    """The time-to-target section: bars with "k/n reached", the Kaplan-Meier fraction of
+    seeds that reached the target against time, and the log-rank tests."""
+    from netfl.trace import survival
+
+    page.heading("Time to target (runs that did not reach it are censored)")
+    if len(grouped) > 1:
+        page.figure("time_to_target", lambda: plots.time_to_accuracy_bars(grouped))
+    page.figure("reached_target", lambda: survival.reached_fraction(table, target))
+    tests = survival.logrank(table)
+    if len(tests):
+        page.text(
+            "Log-rank tests against the first configuration (Mantel 1966): p_value over all"
+            " runs, p_value_by_seed stratified by seed (runs compared within a seed: the"
+            " paired design). Both keep the runs that never reached the target as censored."
+        )
+        page.table(tests, "time_to_target_logrank", index=False)
 
 
 def write_comparison(
@@ -271,15 +326,18 @@ def write_comparison(
     grouped = compare.by_configuration(table)
     page.heading("By configuration (mean and 95% CI half-width over seeds)")
     target_text = "not set" if chosen is None else f"{chosen:g}"
-    page.text(f"Target accuracy: {target_text}. Time to target is averaged over the runs that "
-              "reached it (column reached).")  # fmt: skip
+    page.text(f"Target accuracy: {target_text}. time_to_target_s is averaged over the runs "
+              "that reached it (column reached); time_to_target_km_median_s is the "
+              "Kaplan-Meier median, which counts the others as censored at their end.")  # fmt: skip
     page.table(grouped, "comparison")
-    if len(grouped) > 1 and chosen is not None and grouped["time_to_target_s_mean"].notna().any():
-        page.figure("time_to_target", lambda: plots.time_to_accuracy_bars(grouped))
+    if chosen is not None and grouped["time_to_target_s_mean"].notna().any():
+        _time_to_target(page, table, grouped, chosen)
     pairs = compare.paired(runs, table)
     if len(pairs):
         page.heading("Paired differences (common random numbers)")
-        page.text(compare.CRN_NOTE)
+        page.text(compare.CRN_NOTE + " Time to target is differenced over the pairs where both"
+                  " runs reached it (n_pairs); the log-rank test by seed above keeps the"
+                  " others.")  # fmt: skip
         page.table(pairs, "paired", index=False)
     page.heading("Figures")
     figures = ("accuracy_vs_time", "accuracy_vs_round", "round_times", "staleness_histogram")
@@ -292,3 +350,28 @@ def write_comparison(
     page.heading("Runs")
     page.table(table, "runs", index=False)
     return page.write(), messages
+
+
+def _mobility_text(run: Run) -> str:
+    """The handover rate of the moving devices (``clients.parquet`` counters)."""
+    clients, hours = run.clients, float(run.summary["sim_time_s"]) / 3600.0
+    moving = clients[clients["group"].isin(_moving_groups(run))]
+    n = len(moving)
+    handovers = int(moving["n_handovers"].sum())
+    rate = handovers / (n * hours) if n and hours > 0 else float("nan")
+    return (
+        f"Mobility: {n} moving devices made {handovers} handovers ({rate:.1f} per device-hour),"
+        f" {int(moving['n_ping_pongs'].sum())} of them ping-pongs, and"
+        f" {int(moving['n_radio_link_failures'].sum())} radio link failures"
+        " (grey lines: their trajectories)."
+    )
+
+
+def _moving_groups(run: Run) -> set[str]:
+    import yaml
+
+    scenario = yaml.safe_load((run.path / "scenario.resolved.yaml").read_text(encoding="utf-8"))
+    groups = scenario.get("devices", {}).get("groups", [])
+    return {
+        str(g.get("name")) for g in groups if (g.get("mobility") or {}).get("model") != "static"
+    }

@@ -44,6 +44,7 @@ KINDS: dict[str, str] = {
     "upload_end": "model upload from a client completes (arrived at the server)",
     "deadline_miss": "a client's upload did not arrive before the round deadline (or T_final)",
     "drop": "a client left mid-round; its work is lost",
+    "radio_link_lost": "a client's transfer was lost with its radio link (moving devices)",
     "cancel": "the server stopped a client's work: enough updates arrived (over-selection)"
     " or a poll timed out",
     "poll_download_start": "a strategy's poll: model download to a polled client begins",
@@ -64,9 +65,20 @@ KINDS: dict[str, str] = {
     "round_end": "a round ends",
     "background_flow_start": "a background (non-FL) transfer begins",
     "background_flow_end": "a background (non-FL) transfer completes",
+    "handover": (
+        "a moving device handed over (Event A3): optional columns `source_cell`, `cell`"
+        " (the target), `ping_pong`; duration_s: the interruption of its transfers"
+    ),
+    "radio_link_failure": (
+        "a moving device's radio link failed (SINR below Qout for T310): its transfers are"
+        " lost; optional column `cell`: the cell lost"
+    ),
+    "reattach": "after a radio link failure, the device is attached again (`cell`)",
+    "position": "a moving device's position (`x_m`, `y_m`), every output.trajectory_every_s",
     "rb_allocation": (
         "a flow's resource blocks change: it holds `n_rb` RBs from now on (0 releases them);"
-        " optional columns `flow`, `direction` ('ul'/'dl'), `n_rb_total` (netfl/trace/rb.py)"
+        " optional columns `flow`, `direction` ('ul'/'dl'), `cell`, `n_rb_total`"
+        " (netfl/trace/rb.py)"
     ),
 }
 
@@ -79,6 +91,11 @@ OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb_total": pa.float64(),
     "flow": pa.int64(),
     "direction": pa.string(),
+    "cell": pa.int64(),
+    "source_cell": pa.int64(),
+    "ping_pong": pa.bool_(),
+    "x_m": pa.float64(),
+    "y_m": pa.float64(),
 }
 
 SCHEMA = pa.schema(

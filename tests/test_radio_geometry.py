@@ -8,16 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from netfl.radio.cell import (
-    SERVING_CELL,
-    backhaul_path,
-    build_topology,
+from netfl.radio.geometry import (
     drop_uniform_area,
     drop_uniform_radius,
     hex_grid_sites,
     inside_hexagon,
-    interferer_sites,
 )
+from netfl.radio.layout import hex_layout
+from netfl.radio.topology import CENTRE_SITE, backhaul_path, build_topology, site_node
 
 BACKHAUL = {
     "bs_edge_latency_s": 0.001,
@@ -27,11 +25,16 @@ BACKHAUL = {
 }
 
 
+def _topology(rings: int, radius_m: float) -> object:
+    sites = {0: 1, 1: 7, 2: 19}[rings]
+    return build_topology(radius_m, BACKHAUL, hex_layout(sites, 1, math.sqrt(3) * radius_m))
+
+
 @pytest.mark.parametrize(
     ("rings", "cells", "neighbour_edges"), [(0, 1, 0), (1, 7, 12), (2, 19, 42)]
 )
 def test_hex_grid_has_the_right_cells_and_neighbours(rings, cells, neighbour_edges):
-    graph = build_topology(rings, 100.0, BACKHAUL)
+    graph = _topology(rings, 100.0)
     cell_nodes = [n for n, d in graph.nodes(data=True) if d["kind"] == "cell"]
     neighbours = [e for e in graph.edges(data=True) if e[2]["kind"] == "neighbour"]
     assert len(cell_nodes) == cells and len(neighbours) == neighbour_edges
@@ -40,23 +43,17 @@ def test_hex_grid_has_the_right_cells_and_neighbours(rings, cells, neighbour_edg
         pa, pb = graph.nodes[a], graph.nodes[b]
         assert math.hypot(pa["x_m"] - pb["x_m"], pa["y_m"] - pb["y_m"]) == pytest.approx(isd)
     assert hex_grid_sites(rings, 100.0)[0][:2] == (0, 0)
-
-
-def test_interferers_are_the_other_base_stations_one_isd_away():
-    sites = interferer_sites(build_topology(1, 200.0, BACKHAUL))
-    assert sites.shape == (6, 2)
-    assert np.allclose(np.hypot(sites[:, 0], sites[:, 1]), math.sqrt(3) * 200.0)
-    assert interferer_sites(build_topology(0, 200.0, BACKHAUL)).shape == (0, 2)
+    assert site_node(graph, 0) == CENTRE_SITE
 
 
 def test_backhaul_path_to_edge_or_cloud():
-    graph = build_topology(1, 100.0, BACKHAUL)
+    graph = _topology(1, 100.0)
     edge = [graph.edges[a, b] for a, b in backhaul_path(graph, "edge")]
     cloud = [graph.edges[a, b] for a, b in backhaul_path(graph, "cloud")]
     assert [link["latency_s"] for link in edge] == [0.001]
     assert [link["latency_s"] for link in cloud] == [0.001, 0.02]
     assert math.isinf(cloud[0]["capacity_bps"]) and cloud[1]["capacity_bps"] == 1e9
-    assert graph.has_edge(SERVING_CELL, "edge")
+    assert graph.has_edge(CENTRE_SITE, "edge")
     # From another site of the layout: its own BS -> edge link, then the shared one.
     far = ("cell", 1, 0)
     assert backhaul_path(graph, "cloud", far) == [(far, "edge"), ("edge", "cloud")]

@@ -1,0 +1,246 @@
+"""Reading trajectory files: SUMO floating-car data and a plain CSV.
+
+- ``csv``: a header naming ``time_s, device, x_m, y_m`` (in any order; other columns are
+  ignored) and one row per sample; ``device`` is the global client id, which must belong
+  to the group, and every device of the group needs at least one row. Read with pandas.
+- ``sumo_fcd``: the ``--fcd-output`` of SUMO (``<timestep time="t">`` elements with
+  ``<vehicle id x y .../>`` children), read with ``sumolib`` (the SUMO project's own
+  parser; ``pip install 'netfl[sumo]'``). The group's devices follow the file's vehicles
+  in the order they first appear (by time, then as listed); a file with fewer vehicles
+  than the group has devices is refused, extra vehicles are left out. Geographic output
+  (``--fcd-output.geo``, lon/lat) is refused: write metres.
+
+Positions are shifted by ``offset_m`` and must lie in the sites' hexagons: a sample outside
+is refused (naming its line, or its time and vehicle) or, with ``outside: clip``, moved
+radially onto the boundary of its nearest site's hexagon. Every refusal is one
+:class:`netfl.errors.ScenarioError` line naming the file and the scenario key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from netfl.config.mobility import TrajectoryMobility
+from netfl.errors import ScenarioError
+from netfl.mobility.area import clip_to_layout, inside_layout
+from netfl.mobility.trajectory import TrajectoryModel
+from netfl.radio.layout import Layout
+
+CSV_COLUMNS = ("time_s", "device", "x_m", "y_m")
+
+
+class Samples:
+    """Samples of several devices: flat arrays, and where each came from for errors (its
+    line in a CSV, or a label such as ``vehicle '3' at time 12``)."""
+
+    def __init__(
+        self,
+        device: np.ndarray,
+        time_s: np.ndarray,
+        xy_m: np.ndarray,
+        lines: np.ndarray | None = None,
+        labels: list[str] | None = None,
+    ) -> None:
+        self.device, self.time_s, self.xy_m = device, time_s, xy_m
+        self.lines, self.labels = lines, labels
+
+    def refuse(self, row: int, key: str, path: str, message: str) -> ScenarioError:
+        """The error for sample ``row``, located at its line or named by its label."""
+        if self.lines is not None:
+            return ScenarioError.single(key, message, path, line=int(self.lines[row]))
+        label = self.labels[row] if self.labels is not None else f"sample {row}"
+        return ScenarioError.single(key, f"{label}: {message}", path)
+
+    def per_device(self, count: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        order = np.lexsort((self.time_s, self.device))
+        device, time_s, xy = self.device[order], self.time_s[order], self.xy_m[order]
+        bounds = np.searchsorted(device, np.arange(count + 1))
+        times = [time_s[a:b] for a, b in itertools.pairwise(bounds)]
+        positions = [xy[a:b] for a, b in itertools.pairwise(bounds)]
+        return times, positions
+
+
+def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
+    """Samples of the devices ``first_device .. first_device + count - 1`` from a CSV."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, skipinitialspace=True, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise ScenarioError.single(key, f"no trajectory file {path!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}", path) from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else "empty file"
+        raise ScenarioError.single(key, f"malformed CSV: {message}", path) from None
+    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    missing = [c for c in CSV_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ScenarioError.single(
+            key,
+            f"the header must name the columns {', '.join(CSV_COLUMNS)}; missing"
+            f" {', '.join(missing)}",
+            path,
+            line=1,
+        )
+    if frame.empty:
+        raise ScenarioError.single(key, "the trajectory file has no rows", path)
+    values = {
+        c: pd.to_numeric(frame[c].str.strip(), errors="coerce").to_numpy() for c in CSV_COLUMNS
+    }
+    bad = ~np.all([np.isfinite(v) for v in values.values()], axis=0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ScenarioError.single(
+            key,
+            f"expected time_s, device, x_m, y_m as finite numbers, got"
+            f" {[frame[c].iloc[row] for c in CSV_COLUMNS]}",
+            path,
+            line=row + 2,
+        )
+    device = values["device"]
+    last = first_device + count - 1
+    unknown = (device != np.round(device)) | (device < first_device) | (device > last)
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise ScenarioError.single(
+            key,
+            f"unknown device {frame['device'].iloc[row]}: this group has devices"
+            f" {first_device}..{last}",
+            path,
+            line=row + 2,
+        )
+    local = device.astype(np.int64) - first_device
+    absent = np.setdiff1d(np.arange(count), local)
+    if len(absent):
+        raise ScenarioError.single(
+            key, f"device {first_device + int(absent[0])} of the group has no rows", path
+        )
+    xy = np.column_stack([values["x_m"], values["y_m"]])
+    return Samples(local, values["time_s"], xy, lines=np.arange(len(frame)) + 2)
+
+
+def read_sumo_fcd(path: str, key: str, count: int) -> Samples:
+    """Samples of the first ``count`` vehicles (by first appearance) of a SUMO FCD file."""
+    try:
+        import sumolib.xml
+    except ImportError:
+        raise ScenarioError.single(
+            key, "reading SUMO traces needs sumolib: pip install 'netfl[sumo]'"
+        ) from None
+    from xml.etree.ElementTree import ParseError
+
+    order: dict[str, int] = {}
+    rows: list[tuple[int, float, float, float]] = []
+    labels: list[str] = []
+    if not Path(path).is_file():
+        raise ScenarioError.single(key, f"no trajectory file {path!r}")
+    try:
+        for step in sumolib.xml.parse(path, "timestep"):
+            t = _number(step, "time", path, key, "a <timestep>")
+            for vehicle in step.getChild("vehicle") if step.hasChild("vehicle") else []:
+                vid = str(vehicle.id)
+                index = order.setdefault(vid, len(order))
+                if index >= count:
+                    continue
+                label = f"vehicle {vid!r} at time {t:g}"
+                x = _number(vehicle, "x", path, key, label)
+                y = _number(vehicle, "y", path, key, label)
+                rows.append((index, t, x, y))
+                labels.append(label)
+    except ParseError as exc:
+        raise ScenarioError.single(key, f"malformed SUMO FCD XML: {exc}", path) from None
+    except OSError as exc:
+        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}", path) from None
+    if len(order) < count:
+        raise ScenarioError.single(
+            key,
+            f"the trace has {len(order)} vehicles, the group {count} devices (one vehicle"
+            " per device)",
+            path,
+        )
+    table = np.array(rows, dtype=float).reshape(-1, 4)
+    return Samples(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:], labels=labels)
+
+
+def _number(element: Any, name: str, path: str, key: str, label: str) -> float:
+    raw = getattr(element, name, None)
+    try:
+        value = float(str(raw)) if raw is not None else float("nan")
+    except ValueError:
+        value = float("nan")
+    if np.isnan(value):
+        hint = " (geographic output? write x/y in metres)" if name in ("x", "y") else ""
+        raise ScenarioError.single(
+            key, f"{label}: attribute {name} is {raw!r}, not a number{hint}", path
+        )
+    if not np.isfinite(value):
+        raise ScenarioError.single(key, f"{label}: attribute {name} is not finite", path)
+    return value
+
+
+def place(
+    samples: Samples,
+    layout: Layout,
+    offset_m: tuple[float, float],
+    outside: str,
+    key: str,
+    path: str,
+) -> Samples:
+    """Shift the samples by ``offset_m``; refuse or clip those outside the layout."""
+    xy = samples.xy_m + np.asarray(offset_m, dtype=float)[None, :]
+    out = ~inside_layout(layout, xy)
+    if out.any() and outside == "refuse":
+        row = int(np.flatnonzero(out)[0])
+        raise samples.refuse(
+            row,
+            key,
+            path,
+            f"position ({xy[row, 0]:.1f}, {xy[row, 1]:.1f}) m is outside the layout's"
+            " hexagons (shift it with offset_m, or set outside: clip)",
+        )
+    if out.any():
+        xy[out] = clip_to_layout(layout, xy[out])
+    return Samples(samples.device, samples.time_s, xy, samples.lines, samples.labels)
+
+
+def _check_increasing(samples: Samples, key: str, path: str) -> None:
+    order = np.lexsort((samples.time_s, samples.device))
+    same = np.diff(samples.device[order]) == 0
+    repeated = same & (np.diff(samples.time_s[order]) == 0)
+    if repeated.any():
+        row = int(order[np.flatnonzero(repeated)[0] + 1])
+        raise samples.refuse(row, key, path, "a second sample at the same time for its device")
+
+
+def trajectory_model(
+    config: TrajectoryMobility, layout: Layout, first_device: int, count: int, key: str
+) -> TrajectoryModel:
+    """The group's trajectories from ``config.file`` (``key`` names the ``mobility``
+    section in errors, e.g. ``devices.groups.1.mobility``)."""
+    path = config.file
+    file_key = f"{key}.file"
+    fmt = config.format or _format_from_name(path, f"{key}.format")
+    if fmt == "csv":
+        samples = read_csv(path, file_key, first_device, count)
+    else:
+        samples = read_sumo_fcd(path, file_key, count)
+    _check_increasing(samples, file_key, path)
+    samples = place(samples, layout, config.offset_m, config.outside, file_key, path)
+    times, positions = samples.per_device(count)
+    return TrajectoryModel(times, positions, start_s=config.time_offset_s)
+
+
+def _format_from_name(path: str, key: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix == ".xml":
+        return "sumo_fcd"
+    raise ScenarioError.single(
+        key, f"cannot tell the format of {path!r} from its name: set format (csv or sumo_fcd)"
+    )

@@ -1,0 +1,316 @@
+"""The cells of a layout: their schedulers, the links in flight, and the interference state.
+
+Every cell schedules its own RBs in each direction (one :class:`CellScheduler` per cell and
+direction, a :class:`~netfl.radio.scheduler.FluidScheduler`); transfers in different cells
+never share RBs. A flow that runs on a radio link carries a :class:`RadioLink` (its coupling
+gains to every cell, its per-RB transmit power, its block fade and rate factor), and
+:class:`Cells` keeps what the cells emit now (docs/radio.md, "Interference"):
+
+- **downlink**: cell ``j`` transmits on the share ``o_j`` of its RBs in use now (flows and
+  the reserved constant load), at its per-RB power ``P``; a device with gains ``g``
+  served by cell ``c`` sees ``I = P sum_{j != c} o_j g_j`` on each RB (an RB of cell ``j`` is
+  busy with probability ``o_j``).
+- **uplink**: cell ``j``'s ``k_j`` transmitting devices hold the share ``u_j`` of its RBs,
+  each on ``u_j / k_j`` of them, so one RB of cell ``i`` sees from cell ``j`` the expected
+  ``E[j, i] = u_j / k_j sum_u P_u g_u,i`` (exact under equal sharing; the mean device's
+  share when RB caps differ), plus the reserved constant load's share at the emission of
+  the cell's typical device (:attr:`Cells.typical_ul_mw`).
+
+The state is O(cells) numbers per direction kept up to date at each flow's start and end
+and at each allocation (``o_j``, ``u_j``, the sums ``sum_u P_u g_u,:`` and counts); a flow's
+interference at its start is then O(cells) numpy. The radio update
+(:mod:`netfl.radio.update`) recomputes every link in flight from the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from netfl.config.radio import Policy
+from netfl.radio.scheduler import Flow, FluidScheduler
+
+UL, DL = "ul", "dl"
+DIRECTIONS = (UL, DL)
+
+
+def db_to_mw(db: np.ndarray | float) -> np.ndarray:
+    return np.power(10.0, np.asarray(db, dtype=float) / 10.0)
+
+
+@dataclass(slots=True, eq=False)
+class RadioLink:
+    """What a flow's SINR depends on: its cell, gains and power (see the module doc).
+
+    ``gain_db`` is the device's coupling gain to every cell (for a multicast, the worst
+    receiver's at the start); ``power_db`` the per-RB transmit power (the device's under
+    uplink power control, the BS's downlink); ``fade`` a block-fading factor on the SINR;
+    ``scale`` a factor on the rate (MAB-CS fluctuation); ``device`` the FL device whose
+    gains the link follows (-1: a background user's, fixed).
+    """
+
+    cell: int
+    direction: str
+    gain_db: np.ndarray
+    power_db: float
+    fade: float = 1.0
+    scale: float = 1.0
+    device: int = -1
+    slot: int = -1
+
+    @property
+    def signal_db(self) -> float:
+        return float(self.power_db + self.gain_db[self.cell])
+
+
+class CellScheduler(FluidScheduler):
+    """A cell's RBs in one direction; tells :class:`Cells` when its links start, end and
+    when its allocation changes."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        n_rb: float,
+        policy: Policy,
+        cells: Cells,
+        cell: int,
+        direction: str,
+    ) -> None:
+        super().__init__(env, n_rb, policy)
+        self.cells, self.cell, self.direction = cells, cell, direction
+
+    def open(self, flow: Flow) -> simpy.Event:
+        done = super().open(flow)
+        if flow.link is not None and flow.bits > 0:
+            self.cells.started(flow)
+        return done
+
+    def _release(self, flow: Flow) -> None:
+        super()._release(flow)
+        if flow.link is not None and flow.link.slot >= 0:
+            self.cells.ended(flow)
+
+    def _update(self) -> None:
+        super()._update()
+        self.cells.allocation_changed(self)
+
+
+class Cells:
+    """Schedulers of every cell in both directions, the links in flight and what the cells
+    emit (module doc). ``on_change(direction, cell)`` is called whenever the interference
+    that direction's links see may have changed (the radio update's trigger)."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        n_cells: int,
+        n_rb: dict[str, int],
+        policies: dict[str, Policy],
+        dl_power_db: float,
+    ) -> None:
+        self.env, self.n_cells = env, n_cells
+        self.dl_power_mw = float(db_to_mw(dl_power_db))
+        self.schedulers: dict[str, list[FluidScheduler]] = {}
+        self.on_change: Callable[[str, int], None] | None = None
+        #: Share of each cell's RBs in use by flows (uplink) and in all (downlink).
+        self.occupancy = {d: np.zeros(n_cells) for d in DIRECTIONS}
+        self.reserved = {d: np.zeros(n_cells) for d in DIRECTIONS}
+        self.ul_sum_mw = np.zeros((n_cells, n_cells))  # [transmitting cell, victim cell]
+        self.ul_count = np.zeros(n_cells, dtype=np.int64)
+        #: The uplink emission (onto each victim cell) of a cell's typical device: what the
+        #: reserved uplink constant load radiates per reserved RB (set by the build).
+        self.typical_ul_mw: np.ndarray | None = None
+        self.links = {d: LinkTable(n_cells) for d in DIRECTIONS}
+        self._emission: np.ndarray | None = None
+        for d in DIRECTIONS:
+            if n_cells == 1:  # nothing to interfere with: the plain scheduler, no hooks
+                self.schedulers[d] = [FluidScheduler(env, n_rb[d], policies[d])]
+                continue
+            self.schedulers[d] = [
+                CellScheduler(env, n_rb[d], policies[d], self, cell, d) for cell in range(n_cells)
+            ]
+
+    # -- state kept by the schedulers ---------------------------------------------------
+
+    def started(self, flow: Flow) -> None:
+        if self.n_cells == 1:
+            return  # one cell: nobody to interfere with
+        link: RadioLink = flow.link
+        table = self.links[link.direction]
+        table.add(flow)
+        if link.direction == UL:
+            self.ul_sum_mw[link.cell] += (
+                db_to_mw(table.power_db[link.slot]) * table.gain_mw[link.slot]
+            )
+            self.ul_count[link.cell] += 1
+            self._emission = None
+        self._changed(link.direction, link.cell)
+
+    def ended(self, flow: Flow) -> None:
+        link: RadioLink = flow.link
+        table = self.links[link.direction]
+        if link.direction == UL:
+            cell = link.cell
+            self.ul_count[cell] -= 1
+            if self.ul_count[cell] == 0:
+                self.ul_sum_mw[cell] = 0.0  # no rounding residue in an idle cell
+            else:
+                slot = link.slot
+                self.ul_sum_mw[cell] -= db_to_mw(table.power_db[slot]) * table.gain_mw[slot]
+            self._emission = None
+        table.remove(flow)
+        self._changed(link.direction, link.cell)
+
+    def allocation_changed(self, scheduler: CellScheduler) -> None:
+        if self.n_cells == 1:
+            return
+        d, cell = scheduler.direction, scheduler.cell
+        n_rb = scheduler.n_rb
+        used = scheduler.rbs_in_use() / n_rb
+        reserved = scheduler.reserved_rb / n_rb
+        if d == DL:
+            used += reserved
+        if used != self.occupancy[d][cell] or reserved != self.reserved[d][cell]:
+            self.occupancy[d][cell] = used
+            self.reserved[d][cell] = reserved
+            self._emission = None
+            self._changed(d, cell)
+
+    def _changed(self, direction: str, cell: int) -> None:
+        if self.on_change is not None:
+            self.on_change(direction, cell)
+
+    def follow(self, devices: np.ndarray, gain_db: np.ndarray, ul_power_db: np.ndarray) -> None:
+        """The links in flight of ``devices`` take their devices' current coupling gains
+        (``gain_db`` rows) and uplink powers: moving devices' links follow them."""
+        for direction in DIRECTIONS:
+            table = self.links[direction]
+            slots = table.slots()
+            slots = slots[np.isin(table.device[slots], devices)]
+            if not len(slots):
+                continue
+            device, cell = table.device[slots], table.cell[slots]
+            new_mw = db_to_mw(gain_db[device])
+            power = ul_power_db[device] if direction == UL else table.power_db[slots]
+            if direction == UL:
+                old = db_to_mw(table.power_db[slots])[:, None] * table.gain_mw[slots]
+                new = db_to_mw(power)[:, None] * new_mw
+                np.add.at(self.ul_sum_mw, cell, new - old)
+                self._emission = None
+            table.gain_mw[slots] = new_mw
+            table.power_db[slots] = power
+            table.signal_db[slots] = power + gain_db[device, cell]
+
+    # -- interference -------------------------------------------------------------------
+
+    def ul_emission_mw(self) -> np.ndarray:
+        """``E[j, i]``: what cell ``j``'s uplink puts on one RB of cell ``i`` now."""
+        if self._emission is None:
+            share = self.occupancy[UL] / np.maximum(self.ul_count, 1)
+            emission = share[:, None] * self.ul_sum_mw
+            if self.typical_ul_mw is not None:
+                emission = emission + self.reserved[UL][:, None] * self.typical_ul_mw
+            self._emission = emission
+        return self._emission
+
+    def interference_mw(self, direction: str, cells: np.ndarray, gain_mw: np.ndarray) -> np.ndarray:
+        """Interference per RB of links served by ``cells`` with gains ``gain_mw`` (rows)."""
+        cells = np.asarray(cells)
+        if direction == DL:
+            occupancy = self.occupancy[DL]
+            rows = np.arange(len(cells))
+            seen = gain_mw @ occupancy - gain_mw[rows, cells] * occupancy[cells]
+            return self.dl_power_mw * np.maximum(seen, 0.0)
+        emission = self.ul_emission_mw()
+        into = emission.sum(axis=0) - np.diagonal(emission)
+        return np.maximum(into[cells], 0.0)
+
+    def link_interference_mw(self, link: RadioLink) -> float:
+        """Interference per RB a link sees now (0 in a layout of one cell): the scalar case
+        of :meth:`interference_mw`, without its temporaries."""
+        if self.n_cells == 1:
+            return 0.0
+        cell = link.cell
+        if link.direction == DL:
+            occupancy = self.occupancy[DL]
+            gain_mw = db_to_mw(link.gain_db)
+            seen = float(gain_mw @ occupancy) - float(gain_mw[cell] * occupancy[cell])
+            return self.dl_power_mw * max(seen, 0.0)
+        emission = self.ul_emission_mw()
+        return max(float(emission[:, cell].sum() - emission[cell, cell]), 0.0)
+
+    def active_elsewhere(self, direction: str, cell: int) -> bool:
+        """Whether a link of ``direction`` is in flight in a cell other than ``cell``."""
+        table = self.links[direction]
+        return table.count > table.per_cell[cell]
+
+    def utilisation(self, direction: str, fl_only: bool = False) -> float:
+        return float(np.mean([s.utilisation(fl_only) for s in self.schedulers[direction]]))
+
+
+class LinkTable:
+    """The links of one direction in flight: their flows and, in slot-indexed numpy
+    arrays, their cells and gains, for the radio update's vectorised recomputation."""
+
+    def __init__(self, n_cells: int, capacity: int = 64) -> None:
+        self.n_cells = n_cells
+        self.flows: list[Flow | None] = [None] * capacity
+        self.cell = np.zeros(capacity, dtype=np.int64)
+        self.gain_mw = np.zeros((capacity, n_cells))
+        self.signal_db = np.zeros(capacity)
+        self.power_db = np.zeros(capacity)
+        self.device = np.full(capacity, -1, dtype=np.int64)
+        self.fade = np.ones(capacity)
+        self.scale = np.ones(capacity)
+        self.rate = np.zeros(capacity)  # the rate per RB the flow has now
+        self.active = np.zeros(capacity, dtype=bool)
+        self.per_cell = np.zeros(n_cells, dtype=np.int64)
+        self.count = 0
+        self._free = list(range(capacity - 1, -1, -1))
+
+    def add(self, flow: Flow) -> None:
+        link: RadioLink = flow.link
+        if not self._free:
+            self._grow()
+        slot = self._free.pop()
+        link.slot = slot
+        self.flows[slot] = flow
+        self.cell[slot] = link.cell
+        self.gain_mw[slot] = db_to_mw(link.gain_db)
+        self.signal_db[slot] = link.signal_db
+        self.power_db[slot] = link.power_db
+        self.device[slot] = link.device
+        self.fade[slot] = link.fade
+        self.scale[slot] = link.scale
+        self.rate[slot] = flow.rate_per_rb_bps
+        self.active[slot] = True
+        self.per_cell[link.cell] += 1
+        self.count += 1
+
+    def remove(self, flow: Flow) -> None:
+        link: RadioLink = flow.link
+        slot = link.slot
+        link.slot = -1
+        self.flows[slot] = None
+        self.active[slot] = False
+        self.per_cell[link.cell] -= 1
+        self.count -= 1
+        self._free.append(slot)
+
+    def slots(self) -> np.ndarray:
+        return np.flatnonzero(self.active)
+
+    def in_flight(self) -> Sequence[Flow]:
+        return [f for f in self.flows if f is not None]
+
+    def _grow(self) -> None:
+        old = len(self.flows)
+        self.flows.extend([None] * old)
+        names = ("cell", "gain_mw", "signal_db", "power_db", "device", "fade", "scale", "rate")
+        for name in (*names, "active"):
+            array = getattr(self, name)
+            setattr(self, name, np.concatenate([array, np.zeros_like(array)]))
+        self._free.extend(range(2 * old - 1, old - 1, -1))

@@ -1,0 +1,79 @@
+"""The area devices move in: inside test, clip, the wrap-around fold and the road's span."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from netfl.mobility.area import (
+    clip_to_layout,
+    fold_into_cluster,
+    inside_layout,
+    nearest_site,
+    road_span_m,
+)
+from netfl.radio.geometry import inside_hexagon
+from netfl.radio.layout import hex_layout
+
+WRAP = hex_layout(19, 1, 200.0, wrap_around=True)
+SEVEN = hex_layout(7, 3, 200.0)
+
+
+def _inside_by_hexagons(layout, xy):
+    local = xy - layout.site_xy_m[nearest_site(layout, xy)]
+    return inside_hexagon(local[:, 0], local[:, 1], layout.site_radius_m)
+
+
+@pytest.mark.parametrize("sites", [1, 7, 19])
+def test_inside_agrees_with_the_nearest_sites_hexagon(sites):
+    layout = hex_layout(sites, 1, 200.0)
+    xy = np.random.default_rng(0).uniform(-700, 700, (20000, 2))
+    assert np.array_equal(inside_layout(layout, xy), _inside_by_hexagons(layout, xy))
+    assert inside_layout(layout, layout.drop_uniform(5000, 0.0, np.random.default_rng(1))).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1e5, 1e5), st.floats(-1e5, 1e5)), min_size=1, max_size=20))
+def test_fold_lands_in_the_cluster_by_a_lattice_vector(points):
+    xy = np.array(points)
+    folded = fold_into_cluster(WRAP, xy)
+    assert inside_layout(WRAP, folded).all()
+    # xy - folded = a (5, -2) + b (2, 3) in axial units: integer a, b.
+    isd = WRAP.inter_site_distance_m
+    u = np.array([isd * 4.0, -isd * np.sqrt(3.0)])
+    v = np.array([isd * 3.5, isd * 1.5 * np.sqrt(3.0)])
+    ab = np.linalg.solve(np.column_stack([u, v]), (xy - folded).T)
+    assert np.allclose(ab, np.round(ab), atol=1e-6)
+
+
+def test_fold_keeps_points_inside_and_is_periodic():
+    inside = WRAP.drop_uniform(1000, 0.0, np.random.default_rng(2))
+    assert np.array_equal(fold_into_cluster(WRAP, inside), inside)
+    isd = WRAP.inter_site_distance_m
+    shift = np.array([isd * 4.0, -isd * np.sqrt(3.0)])  # axial (5, -2)
+    assert np.allclose(fold_into_cluster(WRAP, inside + 3 * shift), inside)
+    with pytest.raises(ValueError, match="wrap-around"):
+        fold_into_cluster(SEVEN, inside)
+
+
+def test_clip_moves_outside_points_onto_the_nearest_hexagon_edge():
+    xy = np.random.default_rng(3).uniform(-800, 800, (5000, 2))
+    out = ~inside_layout(SEVEN, xy)
+    clipped = clip_to_layout(SEVEN, xy)
+    assert inside_layout(SEVEN, clipped).all()
+    assert np.array_equal(clipped[~out], xy[~out])
+    site = SEVEN.site_xy_m[nearest_site(SEVEN, xy[out])]
+    # Radially: the clipped point lies on the segment from the site to the point.
+    before, after = xy[out] - site, clipped[out] - site
+    cross = before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]
+    assert np.allclose(cross / np.hypot(*before.T), 0.0, atol=1e-6)
+
+
+def test_road_span_through_the_centre_of_a_line_of_sites():
+    # Along +x the line crosses 5 hexagons flat side to flat side: 2 ISD + 2 inradii.
+    span = road_span_m(WRAP, (0.0, 0.0), 0.0)
+    assert span == pytest.approx((-500.0, 500.0))
+    assert road_span_m(WRAP, (100.0, 0.0), 180.0) == pytest.approx((-400.0, 600.0))
+    assert road_span_m(WRAP, (0.0, 5000.0), 0.0) is None
