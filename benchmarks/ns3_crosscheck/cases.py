@@ -24,6 +24,10 @@ from pathlib import Path
 THERMAL_NOISE_DBM_HZ = -174.0
 RB_BANDWIDTH_HZ = 180e3
 RESULTS = Path(__file__).resolve().parent / "results"
+#: LENA's DL CQI -> spectral efficiency table (lte-amc.cc, from R1-081483).
+SE_CQI = [
+    0.0, 0.15, 0.23, 0.38, 0.6, 0.88, 1.18, 1.48, 1.91, 2.41, 2.73, 3.32, 3.9, 4.52, 5.12, 5.55,
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -103,23 +107,7 @@ def lone_transfer_bound_s(snr_db: float, file_bytes: int, n_rb: int = 50) -> flo
     the one-at-a-time transfers so that they never overlap (checked on the results)."""
     from channel_models.lte import tbs_bits
 
-    se_cqi = [
-        0.15,
-        0.23,
-        0.38,
-        0.6,
-        0.88,
-        1.18,
-        1.48,
-        1.91,
-        2.41,
-        2.73,
-        3.32,
-        3.9,
-        4.52,
-        5.12,
-        5.55,
-    ]
+    se_cqi = SE_CQI[1:]
     gap = -math.log(5 * 5e-5) / 1.5
     se = math.log2(1 + 10 ** (snr_db / 10) / gap)
     cqi = sum(1 for e in se_cqi if e < se)

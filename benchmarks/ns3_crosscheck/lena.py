@@ -21,36 +21,42 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from benchmarks.ns3_crosscheck.cases import Case
+from benchmarks.ns3_crosscheck.cases import SE_CQI, Case
 
 HERE = Path(__file__).resolve().parent
 T0_S = 0.3  # attach (ideal RRC) is done well before this
-#: LENA's DL CQI -> spectral efficiency table (lte-amc.cc, from R1-081483).
-SE_CQI = [
-    0.0,
-    0.15,
-    0.23,
-    0.38,
-    0.6,
-    0.88,
-    1.18,
-    1.48,
-    1.91,
-    2.41,
-    2.73,
-    3.32,
-    3.9,
-    4.52,
-    5.12,
-    5.55,
-]
 SE_MCS = [
     0.15, 0.19, 0.23, 0.31, 0.38, 0.49, 0.6, 0.74, 0.88, 1.03, 1.18, 1.33, 1.48, 1.7, 1.91,
     2.16, 2.41, 2.57, 2.73, 3.03, 3.32, 3.61, 3.9, 4.21, 4.52, 4.82, 5.12, 5.33, 5.55,
 ]  # fmt: skip
+
+
+def remote_host(ns, epc) -> tuple[Any, Any, Any, Any]:
+    """The remote host behind the EPC's PGW (a 100 Gb/s, zero-delay link, so the wired
+    side never limits a transfer) with its route to the devices (7.0.0.0/8): returns the
+    host node, its address, the internet stack helper and the static routing helper."""
+    pgw = epc.GetPgwNode()
+    remote = ns.NodeContainer()
+    remote.Create(1)
+    host = remote.Get(0)
+    internet = ns.InternetStackHelper()
+    internet.Install(remote)
+    p2p = ns.PointToPointHelper()
+    p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate("100Gb/s")))
+    p2p.SetDeviceAttribute("Mtu", ns.UintegerValue(1500))
+    p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(0)))
+    addresses = ns.Ipv4AddressHelper()
+    addresses.SetBase(ns.Ipv4Address("1.0.0.0"), ns.Ipv4Mask("255.0.0.0"))
+    host_address = addresses.Assign(p2p.Install(pgw, host)).GetAddress(1)
+    routing = ns.Ipv4StaticRoutingHelper()
+    routing.GetStaticRouting(host.GetObject[ns.Ipv4]()).AddNetworkRouteTo(
+        ns.Ipv4Address("7.0.0.0"), ns.Ipv4Mask("255.0.0.0"), 1
+    )
+    return host, host_address, internet, routing
 
 
 def configure(ns, case: Case) -> None:
@@ -124,23 +130,7 @@ def build(ns, cppyy, case: Case, mode: str):
     lte.SetSchedulerType(scheduler)
     lte.SetAttribute("PathlossModel", ns.StringValue("ns3::MatrixPropagationLossModel"))
 
-    pgw = epc.GetPgwNode()
-    remote = ns.NodeContainer()
-    remote.Create(1)
-    host = remote.Get(0)
-    internet = ns.InternetStackHelper()
-    internet.Install(remote)
-    p2p = ns.PointToPointHelper()
-    p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate("100Gb/s")))
-    p2p.SetDeviceAttribute("Mtu", ns.UintegerValue(1500))
-    p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(0)))
-    addresses = ns.Ipv4AddressHelper()
-    addresses.SetBase(ns.Ipv4Address("1.0.0.0"), ns.Ipv4Mask("255.0.0.0"))
-    host_address = addresses.Assign(p2p.Install(pgw, host)).GetAddress(1)
-    routing = ns.Ipv4StaticRoutingHelper()
-    routing.GetStaticRouting(host.GetObject[ns.Ipv4]()).AddNetworkRouteTo(
-        ns.Ipv4Address("7.0.0.0"), ns.Ipv4Mask("255.0.0.0"), 1
-    )
+    host, host_address, internet, routing = remote_host(ns, epc)
 
     enbs, ues = ns.NodeContainer(), ns.NodeContainer()
     enbs.Create(1)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.ns3_crosscheck.cases import RESULTS
+from benchmarks.ns3_crosscheck.lena import remote_host
 
 HERE = Path(__file__).resolve().parent
 DROP = RESULTS / "multicell_drop.json"
@@ -183,22 +184,7 @@ def simulate(drop: dict[str, Any], direction: str, folder: Path) -> None:
     )
     lte.SetHandoverAlgorithmType("ns3::NoOpHandoverAlgorithm")
     lte.SetAttribute("PathlossModel", ns.StringValue("ns3::MatrixPropagationLossModel"))
-    pgw = epc.GetPgwNode()
-    remote = ns.NodeContainer()
-    remote.Create(1)
-    host = remote.Get(0)
-    internet = ns.InternetStackHelper()
-    internet.Install(remote)
-    p2p = ns.PointToPointHelper()
-    p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate("100Gb/s")))
-    p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(0)))
-    addresses = ns.Ipv4AddressHelper()
-    addresses.SetBase(ns.Ipv4Address("1.0.0.0"), ns.Ipv4Mask("255.0.0.0"))
-    host_address = addresses.Assign(p2p.Install(pgw, host)).GetAddress(1)
-    routing = ns.Ipv4StaticRoutingHelper()
-    routing.GetStaticRouting(host.GetObject[ns.Ipv4]()).AddNetworkRouteTo(
-        ns.Ipv4Address("7.0.0.0"), ns.Ipv4Mask("255.0.0.0"), 1
-    )
+    host, host_address, internet, routing = remote_host(ns, epc)
     enbs, ues = ns.NodeContainer(), ns.NodeContainer()
     enbs.Create(n_cells)
     ues.Create(n_dev)
