@@ -35,6 +35,8 @@ FTP = {
         {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.1},
     ]
 }
+#: The mapping both radios had by default (pinned: the defaults moved with issue 26).
+SHANNON = {"kind": "shannon_with_loss", "loss_db": 1.6, "max_spectral_efficiency": 4.8}
 SINGLE = {
     "cell": {"sites": 1, "sectors": 1, "indoor_fraction": 0.0, "radius_m": 115.47005383792516},
     "radio": {
@@ -42,6 +44,7 @@ SINGLE = {
         "channel_model": "umi_nlos",
         "carrier_frequency_hz": 2.5e9,
         "downlink": {"tx_power_dbm": 41.0, "noise_figure_db": 7.0},
+        "rate_mapping": SHANNON,
     },
 }
 MULTI = {
@@ -62,6 +65,7 @@ MULTI = {
         "carrier_frequency_hz": 3.5e9,
         "uplink": {"p0_dbm": -80, "alpha": 0.8},
         "downlink": {"tx_power_dbm": 41.0, "noise_figure_db": 7.0},
+        "rate_mapping": SHANNON,
         "update_interval_s": None,
     },
 }

@@ -97,15 +97,26 @@ def _parser() -> argparse.ArgumentParser:
         help="print the resolved scenario (every default filled in) and its estimated memory",
     )
 
-    lst = sub.add_parser("list", help="list strategies, channel models, datasets, models")
+    lst = sub.add_parser(
+        "list", help="list strategies, aggregation rules, channel models, datasets, models"
+    )
     lst.add_argument(
         "what",
         nargs="?",
-        choices=["strategies", "channel-models", "datasets", "models", "scenarios"],
+        choices=[
+            "strategies",
+            "aggregation-rules",
+            "channel-models",
+            "datasets",
+            "models",
+            "scenarios",
+        ],
         help="only this kind",
     )
     lst.add_argument(
-        "--verbose", action="store_true", help="also each strategy's parameters and defaults"
+        "--verbose",
+        action="store_true",
+        help="also each strategy's and aggregation rule's parameters and defaults",
     )
 
     from netfl.commands import add_parsers  # report, compare, sweep
@@ -240,6 +251,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     sections = {
         "strategies": registry.strategies,
+        "aggregation-rules": registry.aggregations,
         "channel-models": registry.channel_models,
         "datasets": registry.datasets,
         "models": registry.models,
@@ -261,6 +273,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 print(f"  {'':<{width}}    protocols: {protocols(cls)}")
                 for p in parameters(cls):
                     print(f"  {'':<{width}}    {p.name} ({p.type}, default {p.default})")
+            if args.verbose and title == "aggregation-rules":
+                from netfl.learning.aggregation.docs import rule_lines
+
+                for line in rule_lines(make().load(name)):
+                    print(f"  {'':<{width}}    {line}")
     if args.what in (None, "scenarios"):
         print("scenarios:")
         found = builtin_scenarios()

@@ -1,4 +1,5 @@
-"""Name -> class registries for strategies, channel models, datasets and models.
+"""Name -> class registries for strategies, channel models, datasets, models and
+aggregation rules.
 
 Entries are declared as plain ``"module:attribute"`` strings in each subpackage's
 ``__init__`` (no import side effects); the target is imported only when used. A name of
@@ -93,6 +94,12 @@ def models() -> Registry:
     return Registry("model", MODELS, group="netfl.models")
 
 
+def aggregations() -> Registry:
+    from netfl.learning import AGGREGATIONS
+
+    return Registry("aggregation rule", AGGREGATIONS, group="netfl.aggregation")
+
+
 def _named_problems(
     key: str, registry: Registry, name: str, *, load: bool = False
 ) -> tuple[Any, list[Problem]]:
@@ -128,4 +135,28 @@ def registry_checks(scenario: Scenario) -> list[Problem]:
         if builtin and learning.dataset_params:
             message = f"dataset {learning.dataset} takes no parameters"
             problems.append(Problem("learning.dataset_params", message))
+    return problems + _aggregation_problems(scenario)
+
+
+def _aggregation_problems(scenario: Scenario) -> list[Problem]:
+    """The rule exists, takes its params and runs under the protocol."""
+    from netfl.learning.aggregation.base import SYNCHRONOUS, params_problems
+
+    config = scenario.fl.aggregation
+    rule, problems = _named_problems("fl.aggregation.name", aggregations(), config.name, load=True)
+    if rule is None:
+        return problems
+    problems += [
+        Problem(f"fl.aggregation.params.{key}", message)
+        for key, message in params_problems(rule, config.params)
+    ]
+    protocols = getattr(rule, "protocols", SYNCHRONOUS)
+    if scenario.fl.protocol not in protocols:
+        problems.append(
+            Problem(
+                "fl.aggregation.name",
+                f"'{config.name}' does not run under fl.protocol {scenario.fl.protocol}; it"
+                f" runs under {', '.join(sorted(protocols))} (docs/aggregation.md)",
+            )
+        )
     return problems

@@ -25,7 +25,7 @@ from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
 from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import OPTIONAL_COLUMNS, Timeline
+from netfl.trace.timeline import MOBILITY_COLUMNS, RB_COLUMNS, STEP_COLUMNS, Timeline
 
 
 @dataclass
@@ -52,7 +52,11 @@ def _learner(scenario: Scenario, population: Population, streams: Streams) -> tu
     from netfl.learning.build import build_learner
 
     learner = build_learner(
-        scenario.learning, population.n_clients, population.requested_samples, streams
+        scenario.learning,
+        population.n_clients,
+        population.requested_samples,
+        streams,
+        scenario.fl.aggregation,
     )
     if scenario.fl.protocol == "hierarchical" and hasattr(learner, "local_repeats"):
         learner.local_repeats = scenario.fl.kappa1  # HierFAVG: kappa_1 local updates a job
@@ -67,7 +71,12 @@ def build_world(scenario: Scenario, on_round: Callable[[RoundRecord], None] | No
     # The schema is fixed up front, so the timeline can be written in parts (one schema).
     rb_log = getattr(scenario.radio, "record_rb_allocations", False)
     moving = any(group.mobility.model != "static" for group in scenario.devices.groups)
-    timeline = Timeline(optional=OPTIONAL_COLUMNS if rb_log or moving else ())
+    optional = (
+        *(RB_COLUMNS if rb_log else ()),
+        *(MOBILITY_COLUMNS if moving else ()),
+        *(STEP_COLUMNS if scenario.fl.partial_work else ()),
+    )
+    timeline = Timeline(optional=optional)
     population = build_population(scenario.devices, streams)
     n = population.n_clients
     radio = build_radio(scenario, env, streams, timeline, n)

@@ -46,6 +46,38 @@ def test_show_prints_a_strategy_and_refuses_unknown_ones(capsys):
     assert "did you mean 'pow_d'" in capsys.readouterr().err
 
 
+def test_aggregation_reference_is_current_and_every_parameter_is_described():
+    from netfl.learning.aggregation.docs import render
+    from netfl.registry import aggregations
+    from netfl.signature_docs import callable_parameters
+
+    current = (ROOT / "docs" / "aggregation.md").read_text()
+    assert current == render(), (
+        "regenerate: python -m netfl.learning.aggregation.docs > docs/aggregation.md"
+    )
+    registry = aggregations()
+    for name in registry.entries():
+        rule = registry.load(name)
+        assert getattr(rule, "protocols", None), f"{name} declares no protocols"
+        for param in callable_parameters(rule, rule, keyword_only=True):
+            assert param.meaning, f"{name}.{param.name} has no description in its docstring"
+
+
+def test_list_and_show_know_the_aggregation_rules(capsys):
+    from netfl.cli import main
+
+    assert main(["list", "aggregation-rules", "--verbose"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("fedavg", "fednova", "fedavgm", "fedadagrad", "fedadam", "fedyogi"):
+        assert f"  {name} " in listed
+    assert "beta2 (float, default 0.99)" in listed
+    assert main(["show", "fedyogi"]) == 0
+    shown = capsys.readouterr().out
+    assert "| `tau` | float | `0.001` |" in shown and "sign(v_(t-1) - Delta_t^2)" in shown
+    assert main(["show", "fedadm"]) == 2
+    assert "did you mean 'fedadam'" in capsys.readouterr().err
+
+
 def test_every_scenario_key_is_documented():
     from netfl.config.scenario import Scenario
 

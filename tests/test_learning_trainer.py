@@ -54,19 +54,19 @@ SGDS = [
 ]
 
 
-def _batched_and_reference(make, sgd, sizes):
+def _batched_and_reference(make, sgd, sizes, steps=None):
     """Both backends on the same clients; asserts they agree to 1e-5 (fp32, CPU, no
     dropout, batch norm included) and returns (global state, batched result)."""
     model = make()
     x, y, indices = _data(sizes)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     seeds = [11 + k for k in range(len(sizes))]
-    reference = SequentialTrainer(model, CPU).train(state, x, y, indices, seeds, sgd)
+    reference = SequentialTrainer(model, CPU).train(state, x, y, indices, seeds, sgd, steps)
     for name, value in model.state_dict().items():  # the caller's model is not trained
         assert torch.equal(value, state[name])
     batched = BatchedTrainer(model, CPU, vectorize_convolutions=True)
     assert batched.fallback is None
-    result = batched.train(state, x, y, indices, seeds, sgd)
+    result = batched.train(state, x, y, indices, seeds, sgd, steps)
     for name in state:
         assert torch.allclose(result[0][name].float(), reference[0][name].float(), atol=1e-5)
     assert np.allclose(result[1], reference[1], atol=1e-5, equal_nan=True)

@@ -86,7 +86,7 @@ def test_the_refusals_of_today_point_to_the_page(scenario, overrides, key, capsy
 def test_the_page_lists_today_s_limits_and_the_readme_links_it():
     page = (ROOT / LIMITS_PAGE).read_text(encoding="utf-8")
     headings = [line[3:] for line in page.splitlines() if line.startswith("## ")]
-    for subject in ("Mobility: what moving devices leave out", "Aggregation rules"):
+    for subject in ("Mobility: what moving devices leave out", "Aggregation rules: what"):
         assert any(h.startswith(subject) for h in headings), subject
     for heading in headings:  # every entry says what is missing and the nearest thing
         section = page.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]

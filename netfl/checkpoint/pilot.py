@@ -110,11 +110,17 @@ class PilotLearner:
         return self.learner.lr_at(round)
 
     def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+        self,
+        round: int,
+        clients: np.ndarray,
+        want: frozenset[str] = frozenset(),
+        steps: np.ndarray | None = None,
     ) -> LocalResult:
         if self.replaying:
             return LocalResult.untrained(clients, self.learner.n_samples)
-        return self.learner.local_update(round, clients, want=want)
+        if steps is None:
+            return self.learner.local_update(round, clients, want=want)
+        return self.learner.local_update(round, clients, want=want, steps=steps)
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
         if not self.replaying:
@@ -137,6 +143,10 @@ class PilotLearner:
     def cancel_update(self, client: int) -> None:
         if not self.replaying:
             self.learner.cancel_update(client)
+
+    def note_steps(self, client: int, steps: int) -> None:
+        if not self.replaying:
+            self.learner.note_steps(client, steps)
 
     def apply_updates(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -56,6 +56,26 @@ _PROTOCOL_KEYS: dict[str, frozenset[str]] = {
 #: Protocols whose rounds start their selected clients together (over-selection and
 #: multicast distribution need that).
 _TOGETHER = frozenset({"fedavg", "fedcs"})
+
+
+class AggregationConfig(StrictModel):
+    """The server's aggregation rule (``netfl list``; docs/aggregation.md)."""
+
+    name: str = Field(
+        default="fedavg",
+        description=(
+            "Registered aggregation rule: fedavg, fednova (Wang et al. 2020), fedavgm (Hsu et"
+            " al. 2019), fedadagrad, fedadam, fedyogi (Reddi et al. 2021, Alg. 2); `netfl show"
+            " RULE` prints its parameters. Rules other than fedavg need learning; fednova runs"
+            " under fedavg, fedcs and hierarchical (at the edges), the server optimizers under"
+            " fedavg, fedcs, fedasync and fedbuff (on the protocol's aggregated update)."
+        ),
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The rule's parameters (checked against its signature), e.g. {eta: 0.01,"
+        " beta1: 0.9, beta2: 0.99, tau: 0.001} for fedadam.",
+    )
 
 
 class FLConfig(StrictModel):
@@ -146,6 +166,30 @@ class FLConfig(StrictModel):
             " (null: wait for every selected client). For fedasync and fedbuff, each"
             " client's deadline from the start of its download."
         ),
+    )
+    partial_work: bool = Field(
+        default=False,
+        description=(
+            "Partial work (Li et al., MLSys 2020, FedProx's tolerance of stragglers): a"
+            " selected client that cannot finish its local update in time trains only the"
+            " local steps its device completes before deadline_s less the upload time it"
+            " expects, and uploads that partial update instead of being dropped; the steps"
+            " planned and done are recorded (docs/protocol.md, 'Partial work'). Needs"
+            " deadline_s and learning."
+        ),
+    )
+    partial_work_upload_factor: float = Field(
+        default=1.0,
+        ge=1.0,
+        description=(
+            "partial_work: the client stops at deadline - factor x the upload time it"
+            " expects; above 1 leaves room for an upload slower than the last one (a busier"
+            " cell, other partial clients stopping at the same time)."
+        ),
+    )
+    aggregation: AggregationConfig = Field(
+        default_factory=AggregationConfig,
+        description="The server's aggregation rule and its parameters.",
     )
     empty_round_wait_s: PositiveSeconds = Field(
         default=1.0,
@@ -245,6 +289,13 @@ class FLConfig(StrictModel):
                     f"fl.distribution multicast needs clients that start together; under"
                     f" {self.protocol} use unicast or instant"
                 )
+        if not self.partial_work and self.partial_work_upload_factor != 1.0:
+            raise ValueError("fl.partial_work_upload_factor applies with fl.partial_work: true")
+        if self.partial_work and self.deadline_s is None:
+            raise ValueError(
+                "fl.partial_work needs fl.deadline_s: a client cuts its local work short to"
+                " upload before the deadline, and without one it never has to"
+            )
         if self.is_async and self.buffer_in_force > self.concurrency_in_force:
             raise ValueError(
                 f"fl.buffer_size ({self.buffer_in_force}) is larger than fl.concurrency"

@@ -18,7 +18,8 @@ from netfl.config.base import (
 from netfl.errors import Problem
 
 if TYPE_CHECKING:
-    from netfl.config.scenario import Scenario
+    from netfl.config.devices import DevicesConfig
+    from netfl.config.fl import FLConfig
 
 
 class SyntheticParams(StrictModel):
@@ -181,6 +182,15 @@ class LearningConfig(StrictModel):
         default=0.0, lt=1.0, description="SGD momentum of local training (torch.optim.SGD)."
     )
     weight_decay: NonNegativeFloat = Field(default=0.0, description="SGD weight decay (L2).")
+    prox_mu: NonNegativeFloat = Field(
+        default=0.0,
+        description=(
+            "FedProx's proximal term (Li et al., MLSys 2020, eq. (2)): each client minimises"
+            " F_k(w) + (mu / 2) ||w - w_t||^2 from the global model w_t, so each local step's"
+            " gradient gains mu (w - w_t); 0: plain local SGD (FedAvg). The paper uses"
+            " mu = 1 on Synthetic(1,1)."
+        ),
+    )
     eval_every_rounds: PositiveInt | None = Field(
         default=1, description="Evaluate the global model every N rounds (null: not by rounds)."
     )
@@ -275,10 +285,14 @@ class LearningConfig(StrictModel):
         return self
 
 
-def learning_problems(scenario: Scenario) -> list[Problem]:
-    """Constraints between ``learning`` and other sections (called by ``cross_checks``)."""
-    learning = scenario.learning
-    if learning is None or learning.partition.kind not in SIZE_SETTING_KINDS:
+def learning_problems(
+    learning: LearningConfig | None, fl: FLConfig, devices: DevicesConfig
+) -> list[Problem]:
+    """Constraints between ``learning`` and the ``fl`` and ``devices`` sections (called by
+    the scenario's ``cross_checks``)."""
+    if learning is None:
+        return _without_learning(fl)
+    if learning.partition.kind not in SIZE_SETTING_KINDS:
         return []
     return [
         Problem(
@@ -286,6 +300,27 @@ def learning_problems(scenario: Scenario) -> list[Problem]:
             f"learning.partition.kind {learning.partition.kind} sets every device's data"
             " size itself; remove n_samples (the sizes appear in clients.parquet)",
         )
-        for index, group in enumerate(scenario.devices.groups)
+        for index, group in enumerate(devices.groups)
         if group.n_samples is not None
     ]
+
+
+def _without_learning(fl: FLConfig) -> list[Problem]:
+    """``learning: none`` has no local steps to cut short and no models to aggregate."""
+    problems = []
+    if fl.partial_work:
+        problems.append(
+            Problem(
+                "fl.partial_work",
+                "partial work counts local SGD steps, and learning is none; set learning",
+            )
+        )
+    if fl.aggregation.name != "fedavg":
+        problems.append(
+            Problem(
+                "fl.aggregation.name",
+                f"'{fl.aggregation.name}' aggregates models, and learning is none;"
+                " set learning or use fedavg",
+            )
+        )
+    return problems

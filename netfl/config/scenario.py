@@ -126,5 +126,5 @@ def cross_checks(scenario: Scenario) -> list[Problem]:
                         "required when learning is none (compute time depends on data size)",
                     )
                 )
-    problems += learning_problems(scenario)
+    problems += learning_problems(scenario.learning, scenario.fl, scenario.devices)
     return problems

@@ -116,20 +116,34 @@ class BackgroundQueue:
         state's time (after an earlier job of the round was abandoned) starts from that
         state as if it were current.
         """
+        start, end, _ = self.serve_until(now_s, work_s, math.inf)
+        return start, end
+
+    def serve_until(
+        self, now_s: float, work_s: float, until_s: float
+    ) -> tuple[float, float, float]:
+        """:meth:`serve`, but the FL job leaves at ``until_s`` if it is not done by then
+        (partial work): ``(start_s, end_s, work done)``, the queue's state left at
+        ``end_s``. A job that never got the CPU ends at ``until_s`` with no work done."""
         self.t_s = min(self.t_s, now_s)
         self.advance(now_s)
         if self.load.discipline == "fifo":
             start = now_s + sum(self.jobs)  # the work ahead of it
             end = start + work_s
+            if end > until_s and start >= until_s:  # it leaves before its turn
+                self.advance(until_s)
+                return until_s, until_s, 0.0
+            cut = end > until_s
+            end = until_s if cut else end
             self.jobs = []
             while self.next_arrival_s <= end:
                 self._arrive()  # queued behind the FL job: untouched until it ends
             self.t_s = end
-            return start, end
+            return start, end, end - start if cut else work_s
         remaining: float | None = work_s
-        while remaining:
-            remaining = self._ps_step(math.inf, remaining)
-        return now_s, self.t_s
+        while remaining and self.t_s < until_s:
+            remaining = self._ps_step(until_s, remaining)
+        return now_s, self.t_s, work_s - (remaining or 0.0)
 
     # -- internals ----------------------------------------------------------------------
 

@@ -129,14 +129,19 @@ def fastest_round_s(
     link rates.
 
     Request and selection times, plus the fastest client's download and upload at its
-    nominal rates and its fastest possible update (:meth:`Devices.fastest_update_s`).
+    nominal rates and its fastest possible update (:meth:`Devices.fastest_update_s`; under
+    partial work, its first local step).
     A lower bound only where no transfer beats its nominal rate: LTE fluctuation and fast
     fading, a group link's bandwidth above its mean or its exchange noise can be faster.
     """
     fl = scenario.fl
     download = 0.0 if fl.distribution_mode == "instant" else model_size_bits / network.rate_dl_bps
     upload = model_size_bits / np.asarray(network.rate_ul_bps, dtype=float)
-    per_client = download + devices.fastest_update_s() + upload
+    update = devices.fastest_update_s()
+    if fl.partial_work and scenario.learning is not None:  # one local step is enough
+        first_step = np.minimum(scenario.learning.batch_size, devices.n_samples)
+        update = update * first_step / np.maximum(devices.update_samples, 1.0)
+    per_client = download + update + upload
     return fl.request_time_s + fl.selection_time_s + float(np.min(per_client))
 
 

@@ -47,10 +47,12 @@ from netfl.sampling import equilibrium_work
 
 @dataclass(frozen=True)
 class JobTiming:
-    """How long a job entering a device now waits and computes (simulated seconds)."""
+    """How long a job entering a device now waits and computes (simulated seconds), and
+    the share of its work done (1 unless it was stopped early: partial work)."""
 
     queue_wait_s: float
     compute_s: float
+    done_fraction: float = 1.0
 
 
 def _upper_bound(dist: object) -> float:
@@ -211,6 +213,21 @@ class Devices:
             return JobTiming(0.0, float(work_s))
         start, end = queue.serve(self.env.now, float(work_s))
         return JobTiming(start - self.env.now, end - start)
+
+    def run_job_until(self, client: int, work_samples: float, until_s: float) -> JobTiming:
+        """:meth:`run_job`, stopped at ``until_s`` if not done by then (partial work):
+        the device computes, behind and beside its background jobs, until it is done or
+        ``until_s``; ``done_fraction`` is the share of the work done by then."""
+        now = self.env.now
+        work_s = float(work_samples / self.capacity_sps[client] * self.time_factor[client])
+        queue = self._queue(client)
+        if queue is None:
+            if now + work_s <= until_s:
+                return JobTiming(0.0, work_s)
+            spent = max(until_s - now, 0.0)
+            return JobTiming(0.0, spent, spent / work_s)
+        start, end, done = queue.serve_until(now, work_s, until_s)
+        return JobTiming(start - now, end - start, 1.0 if done >= work_s else done / work_s)
 
     def work_samples(self, client: int, epochs: float | None) -> float:
         """Samples of ``epochs`` passes over the local data (None: one local update)."""

@@ -14,7 +14,9 @@ data if it is cold, computes (waiting or slowing down behind background jobs), a
 
 A client leaves an exchange when its device becomes unavailable (``drop``), at the limit
 (round deadline or T_final: ``deadline_miss``), or when the server has the ``target``
-number of answers it wanted (over-selection: ``cancel``). Its work is then lost.
+number of answers it wanted (over-selection: ``cancel``). Its work is then lost. Under
+``fl.partial_work`` (:mod:`netfl.fl.partial`, ``Plan.partial``) a client stops computing in
+time to upload the steps it has done.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from simpy.events import EventPriority
 
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
+from netfl.fl.partial import PartialWork
 from netfl.radio.network import LinkLost, Network, Transfer
 from netfl.trace.timeline import Timeline
 
@@ -75,6 +78,8 @@ class Outcome:
     upload_start_s: float = math.nan
     upload: Transfer | None = None
     left_s: float = math.nan  # when it left the exchange without completing
+    steps_planned: int = -1  # local SGD steps asked and done (partial work; -1: not counted)
+    steps_done: int = -1
 
     @property
     def completed(self) -> bool:
@@ -127,6 +132,7 @@ class Plan:
     distribution: str  # multicast | unicast | instant
     sequential: bool
     prefix: str = ""  # timeline kind prefix ("poll_" for polls)
+    partial: PartialWork | None = None  # fl.partial_work: stop in time to upload
 
 
 @dataclass
@@ -158,6 +164,7 @@ class Exchange:
         self.n_finished = 0
         self.n_completed = 0
         self.start_s = math.nan
+        self.limit_s: float | None = None
         self._multicast: simpy.Process | None = None
 
     def _log(self, kind: str, client: int, **values: float) -> None:
@@ -174,7 +181,7 @@ class Exchange:
         ``deadline_miss``.
         """
         env = self.parts.env
-        self.start_s = env.now
+        self.start_s, self.limit_s = env.now, limit_s
         if not self.outcomes:
             return self.outcomes
         clients = [o.client for o in self.outcomes]
@@ -214,7 +221,7 @@ class Exchange:
         event of that instant, as in :meth:`run`); ``on_done(outcome)`` when it is over.
         Interrupt the returned process with ``"enough"`` to cancel the client."""
         env = self.parts.env
-        self.start_s = env.now
+        self.start_s, self.limit_s = env.now, limit_s
         (out,) = self.outcomes
         proc = env.process(self._client(out))
         leave_s = float(self._leave_times()[0])
@@ -303,7 +310,13 @@ class Exchange:
             self._log("cold_start_start", c)
             yield env.timeout(out.cold_start_s)
             self._log("cold_start_end", c, duration_s=out.cold_start_s)
-        timing = devices.run_job(c, devices.work_samples(c, self.plan.work_epochs))
+        work = devices.work_samples(c, self.plan.work_epochs)
+        partial, steps = self.plan.partial, {}
+        if partial is None:
+            timing = devices.run_job(c, work)
+        else:  # fl.partial_work (netfl/fl/partial.py): stop in time to upload
+            timing, out.steps_planned, out.steps_done = partial.run(devices, c, work, self.limit_s)
+            steps = {"steps_planned": out.steps_planned, "steps_done": out.steps_done}
         out.queue_wait_s = timing.queue_wait_s
         if timing.queue_wait_s > 0:
             yield env.timeout(timing.queue_wait_s)
@@ -313,8 +326,11 @@ class Exchange:
         phase.busy = None
         self.parts.energy.compute(c, timing.compute_s)
         out.compute_s = timing.compute_s
+        if out.steps_done == 0:  # no step done in time: nothing to upload, cut at the limit
+            self._log("compute_end", c, duration_s=timing.compute_s, **steps)
+            yield env.event()
         out.ready_s = env.now
-        self._log("compute_end", c, duration_s=timing.compute_s)
+        self._log("compute_end", c, duration_s=timing.compute_s, **steps)
 
     def _upload(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, None]:
         env, c, bits = self.parts.env, out.client, self.plan.upload_bits

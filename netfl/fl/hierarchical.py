@@ -168,9 +168,10 @@ class HierarchicalServer(Server):
         """The edge averages its arrived updates; its strategy round ends."""
         env = self.env
         clients = np.array([o.client for o in outcomes if o.completed], dtype=np.int64)
+        steps = self._steps_done(o for o in outcomes if o.completed)
         with self._training():
             self.learner.load_model_state(models[edge])
-            result = self.signals.local_update(r, clients, self.signals.wants)
+            result = self.signals.local_update(r, clients, self.signals.wants, steps)
             self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
             models[edge] = self.learner.model_state()
         self.timeline.record(

@@ -11,7 +11,8 @@ budget T_final, and a round running at T_final is cut there. Every step is recor
 timeline with the simulated time it happened. Real training happens at aggregation, for
 exactly the clients whose uploads arrived in time (the model only changes at aggregation,
 so this is equivalent to training when the update is scheduled, and trains each client
-once).
+once); under ``fl.partial_work`` each for the local steps its device completed in time
+(:mod:`netfl.fl.partial`), recorded per client in ``rounds.parquet``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
 from netfl.fl.exchange import Exchange, Outcome, Parts, Plan
 from netfl.fl.feedback import ReportedTimes, round_feedback
+from netfl.fl.partial import PartialWork
 from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
 from netfl.learning.interface import EvalSchedule, Learner
@@ -104,6 +106,7 @@ class Server:
             upload_bits=model_size_bits,
             distribution=config.distribution_mode,
             sequential=config.protocol == "fedcs",
+            partial=self._partial_work() if config.partial_work else None,
         )
         self.score_log = ScoreLog()
         #: Process seconds spent in the learner (local training, polls, aggregation,
@@ -123,6 +126,44 @@ class Server:
         run's stand-ins that record or replay them (:mod:`netfl.checkpoint.pilot`)."""
         self.strategy, self.learner = strategy, learner
         self.signals = LearningSignals(learner, self.signals.wants)
+
+    # -- partial work (fl.partial_work, netfl/fl/partial.py) ------------------------------
+
+    def _partial_work(self) -> PartialWork:
+        sgd = self.learner.sgd(0)  # type: ignore[attr-defined]  # steps do not change by round
+        n = np.asarray(self.learner.n_samples)
+
+        def steps_within(client: int, samples: float) -> int:
+            return int(sgd.steps_within(n[client : client + 1], np.array([samples]))[0])
+
+        return PartialWork(
+            planned_steps=sgd.steps_taken(n),
+            steps_within=steps_within,
+            expected_upload_s=self._expected_upload_s,
+            on_steps=self._steps_known if self.config.is_async else None,
+        )
+
+    def _expected_upload_s(self, client: int) -> float:
+        """The upload time a client expects: what it measured last time it uploaded (its
+        report), else the model over its nominal uplink rate this round; times
+        ``fl.partial_work_upload_factor``."""
+        factor = self.config.partial_work_upload_factor
+        measured = float(self.reported.upload_s[client])
+        if measured > 0:
+            return factor * measured
+        current = getattr(self.network, "round_rate_ul_bps", None)
+        rate = current(np.array([client]))[0] if current else self.network.rate_ul_bps[client]
+        return factor * self.model_size_bits / float(rate)
+
+    def _steps_known(self, client: int, steps: int) -> None:
+        """The asynchronous learner trains lazily: tell it a client's steps once known."""
+        self.learner.note_steps(client, steps)
+
+    def _steps_done(self, outcomes: Iterable[Outcome]) -> np.ndarray | None:
+        """The local steps each outcome's client did (None without partial work: all)."""
+        if self.plan.partial is None:
+            return None
+        return np.array([o.steps_done for o in outcomes], dtype=np.int64)
 
     @property
     def n_selected(self) -> np.ndarray:
@@ -357,8 +398,9 @@ class Server:
         record.selected = [o.client for o in outcomes]
         record.completed = [o.client for o in outcomes if o.completed]
         clients = np.asarray(record.completed, dtype=np.int64)
+        steps = self._steps_done(o for o in outcomes if o.completed)
         with self._training():
-            result = self.signals.local_update(r, clients, self.signals.wants)
+            result = self.signals.local_update(r, clients, self.signals.wants, steps)
             self.learner.aggregate(result, np.ones(len(clients), dtype=bool))
         self.timeline.record(
             env.now,
@@ -386,6 +428,11 @@ class Server:
             self._evaluate(record)
         record.t_end_s = env.now
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
+        partial = self.plan.partial
+        if partial is not None:
+            clients = np.array([o.client for o in outcomes], dtype=np.int64)
+            record.steps_planned = partial.planned_steps[clients].tolist()
+            record.steps_done = [max(o.steps_done, 0) for o in outcomes]
         self.timeline.record(
             env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
         )

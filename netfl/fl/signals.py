@@ -32,8 +32,17 @@ class LearningSignals:
         self.learner = learner
         self.wants = wants_for(requires)
 
-    def local_update(self, round: int, clients: np.ndarray, wants: frozenset[str]) -> Any:
-        return self.learner.local_update(round, clients, want=wants)
+    def local_update(
+        self,
+        round: int,
+        clients: np.ndarray,
+        wants: frozenset[str],
+        steps: np.ndarray | None = None,
+    ) -> Any:
+        """The clients' local updates (the first ``steps[k]`` steps under partial work)."""
+        if steps is None:
+            return self.learner.local_update(round, clients, want=wants)
+        return self.learner.local_update(round, clients, want=wants, steps=steps)
 
     def polled(self, round: int, clients: np.ndarray, signal: str) -> dict[str, np.ndarray]:
         """The answers of the polled ``clients`` as features: ``loss`` (k,), or

@@ -1,6 +1,7 @@
-"""Real training: datasets, partitions, models, local SGD and FedAvg.
+"""Real training: datasets, partitions, models, local SGD and server aggregation.
 
-The tables below register datasets and models by name (imported only when used).
+The tables below register datasets, models and aggregation rules by name (imported only
+when used).
 """
 
 from netfl.registry_entry import Entry
@@ -64,6 +65,36 @@ MODELS: dict[str, Entry] = {
     "gpfl_cifar_cnn": Entry(
         "netfl.learning.models:gpfl_cifar_cnn",
         "GPFL CIFAR-10 CNN: 3x3 convs 32-64-64, FC 64 (122,570 params)",
+    ),
+}
+
+#: Server aggregation rules (``fl.aggregation.name``), one per module of
+#: :mod:`netfl.learning.aggregation`.
+AGGREGATIONS: dict[str, Entry] = {
+    "fedavg": Entry(
+        "netfl.learning.aggregation.fedavg:federated_averaging",
+        "FedAvg: the data-size-weighted average of the client models (McMahan et al. 2017)",
+    ),
+    "fednova": Entry(
+        "netfl.learning.aggregation.fednova:fednova",
+        "FedNova: updates normalised by their local steps, rescaled by tau_eff (Wang et al."
+        " 2020); for heterogeneous local work such as partial work",
+    ),
+    "fedavgm": Entry(
+        "netfl.learning.aggregation.fedavgm:fedavgm",
+        "FedAvgM: server momentum on the averaged update (Hsu et al. 2019)",
+    ),
+    "fedadagrad": Entry(
+        "netfl.learning.aggregation.fedadagrad:fedadagrad",
+        "FedAdagrad: Adagrad on the server (Reddi et al. 2021, Alg. 2)",
+    ),
+    "fedadam": Entry(
+        "netfl.learning.aggregation.fedadam:fedadam",
+        "FedAdam: Adam on the server, no bias correction (Reddi et al. 2021, Alg. 2)",
+    ),
+    "fedyogi": Entry(
+        "netfl.learning.aggregation.fedyogi:fedyogi",
+        "FedYogi: Yogi on the server (Reddi et al. 2021, Alg. 2)",
     ),
 }
 

@@ -11,6 +11,12 @@ a common shape and masked:
   replaces every ``nn.BatchNorm*``; each client keeps its own running statistics);
 - a client whose plan is over is inactive: its parameters, momentum buffer and
   batch-norm statistics are kept as they are (``torch.where``), not merely nudged by zero.
+  This is also how clients with different step counts (partial work: the first
+  ``steps[k]`` steps of each plan) train in one call: a client whose steps are done is
+  masked from then on.
+
+FedProx's proximal term adds mu (w_k - w_t) to each client's gradient before weight
+decay and momentum, as :class:`~netfl.learning.trainer.SequentialTrainer` does.
 
 The plan (which rows each client uses at each step) is built on the CPU from the same
 per-client generators as :class:`~netfl.learning.trainer.SequentialTrainer`'s and moved to
@@ -40,8 +46,8 @@ from netfl.learning.trainer import (
     LocalSGD,
     SequentialTrainer,
     TrainOutput,
+    client_plans,
     loss_summary,
-    minibatches,
 )
 
 MASK = "sample_mask"
@@ -135,13 +141,14 @@ class BatchPlan:
 
 
 def batch_plan(
-    client_indices: Sequence[torch.Tensor], seeds: Sequence[int], sgd: LocalSGD
+    client_indices: Sequence[torch.Tensor],
+    seeds: Sequence[int],
+    sgd: LocalSGD,
+    steps: Sequence[int] | None = None,
 ) -> BatchPlan:
-    """The padded minibatch plan of every client (same batches as the sequential trainer)."""
-    plans = []
-    for indices, seed in zip(client_indices, seeds, strict=True):
-        generator = torch.Generator().manual_seed(int(seed))
-        plans.append(minibatches(len(indices), sgd, generator))
+    """The padded minibatch plan of every client (same batches as the sequential trainer;
+    the first ``steps[k]`` of client k's, None: all)."""
+    plans = client_plans(client_indices, seeds, sgd, steps)
     n_steps = max((len(p) for p in plans), default=0)
     width = max((len(b) for p in plans for b in p), default=1)
     rows = torch.zeros(n_steps, len(plans), width, dtype=torch.int64)
@@ -209,17 +216,20 @@ class BatchedTrainer:
         client_indices: Sequence[torch.Tensor],
         seeds: Sequence[int],
         sgd: LocalSGD,
+        steps: Sequence[int] | None = None,
     ) -> TrainOutput:
         """Return stacked states, per-client mean and std of minibatch losses."""
         if self.fallback is not None:
-            return self.fallback.train(global_state, x, y, client_indices, seeds, sgd)
+            return self.fallback.train(global_state, x, y, client_indices, seeds, sgd, steps)
         chunk = self.max_parallel_clients or max(len(client_indices), 1)
         states: list[dict[str, torch.Tensor]] = []
         losses: list[torch.Tensor] = []
         actives: list[torch.Tensor] = []
         for start in range(0, len(client_indices), chunk):
             part = slice(start, start + chunk)
-            plan = batch_plan(client_indices[part], seeds[part], sgd)
+            plan = batch_plan(
+                client_indices[part], seeds[part], sgd, None if steps is None else steps[part]
+            )
             state, loss = self._train_chunk(global_state, x, y, plan, sgd)
             states.append(state)
             losses.append(loss)  # to the host after the last chunk: chunks queue up on a GPU
@@ -251,6 +261,7 @@ class BatchedTrainer:
         params = {n: stack(n).requires_grad_(True) for n in self.param_names}
         buffers = {n: stack(n) for n in global_state if n not in params}
         velocity = {n: torch.zeros_like(p) for n, p in params.items()} if sgd.momentum else {}
+        anchor = {n: global_state[n].to(self.device) for n in params} if sgd.prox_mu else {}
         rows = plan.rows.to(self.device, non_blocking=True)
         weight = plan.weight.to(self.device, non_blocking=True)
         active = plan.active.to(self.device, non_blocking=True)
@@ -260,7 +271,12 @@ class BatchedTrainer:
         losses = torch.zeros(plan.n_steps, n_clients, device=self.device)
         for s in range(plan.n_steps):
             loss = self._loss(params, buffers, x[rows[s]], y[rows[s]], weight[s])
-            grads = torch.autograd.grad(loss.sum(), list(params.values()))
+            grads: Sequence[torch.Tensor] = torch.autograd.grad(loss.sum(), list(params.values()))
+            if sgd.prox_mu:  # FedProx: + mu (w_k - w_t), before weight decay as in torch's SGD
+                grads = [
+                    g.add(params[n].detach() - anchor[n], alpha=sgd.prox_mu)
+                    for n, g in zip(params, grads, strict=True)
+                ]
             self._sgd_step(params, grads, velocity, None if everyone[s] else active[s], sgd)
             losses[s] = loss.detach()
         state = {n: params[n].detach() if n in params else buffers[n] for n in global_state}

@@ -7,13 +7,15 @@ import warnings
 import numpy as np
 import torch
 
+from netfl.config.fl import AggregationConfig
 from netfl.config.learning import LearningConfig
 from netfl.errors import ScenarioError, ScenarioWarning
 from netfl.learning import EMBEDDED_DATASETS, is_plugin
+from netfl.learning.aggregation.aggregator import Aggregator
 from netfl.learning.datasets import Dataset
 from netfl.learning.learner import TorchLearner, pick_device
 from netfl.learning.partition import Partition, PartitionError, partition
-from netfl.registry import datasets, models
+from netfl.registry import aggregations, datasets, models
 from netfl.rng import Streams
 
 
@@ -55,10 +57,11 @@ def build_learner(
     n_clients: int,
     sizes: np.ndarray | None,
     streams: Streams,
+    aggregation: AggregationConfig | None = None,
 ) -> TorchLearner:
     """Load the dataset, partition it among ``n_clients`` (``sizes``: the samples each
-    device asks for, ``devices.groups[].n_samples``, or None), build the model; raise
-    ScenarioError/DatasetError."""
+    device asks for, ``devices.groups[].n_samples``, or None), build the model and the
+    server's aggregation rule (FedAvg by default); raise ScenarioError/DatasetError."""
     dataset, parts = prepare_data(config, n_clients, sizes, streams)
     torch_seed = streams.torch_seed("learning.torch")
     if is_plugin(config.model):  # registered models pass check_model in the tests
@@ -75,7 +78,13 @@ def build_learner(
     _warn_ignored(config, device)
     if config.threads is not None and device.type == "cpu":
         torch.set_num_threads(config.threads)
-    return TorchLearner(config, dataset, parts, model, device, seed=torch_seed)
+    aggregation = aggregation or AggregationConfig()
+    aggregator = Aggregator(
+        aggregations().load(aggregation.name),
+        aggregation.params,
+        [name for name, _ in model.named_parameters()],
+    )
+    return TorchLearner(config, dataset, parts, model, device, torch_seed, aggregator)
 
 
 def load_dataset(config: LearningConfig, rng: np.random.Generator, n_clients: int) -> Dataset:

@@ -29,7 +29,9 @@ class LocalResult:
     (when asked for) is w_local - w_global over the parameters, flattened, shape (K, P),
     and ``update_scale`` is lr x (SGD steps taken) per client: with plain SGD,
     ``-update_vectors / update_scale`` is the client's mean gradient along its local path
-    (what GPFL's eq. (3) projects).
+    (what GPFL's eq. (3) projects). ``steps`` is the local SGD steps each client took
+    (fewer than planned under partial work) and ``path_norms`` their ||a_k||_1 (FedNova,
+    where the aggregation rule needs it).
     """
 
     clients: np.ndarray
@@ -39,6 +41,8 @@ class LocalResult:
     loss_std: np.ndarray
     update_vectors: np.ndarray | None = None
     update_scale: np.ndarray | None = None
+    steps: np.ndarray | None = None
+    path_norms: np.ndarray | None = None
 
     @classmethod
     def untrained(cls, clients: np.ndarray, n_samples: np.ndarray) -> LocalResult:
@@ -108,7 +112,11 @@ class Learner(Protocol):
     def lr_at(self, round: int) -> float: ...
 
     def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+        self,
+        round: int,
+        clients: np.ndarray,
+        want: frozenset[str] = frozenset(),
+        steps: np.ndarray | None = None,
     ) -> LocalResult: ...
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None: ...
@@ -120,6 +128,8 @@ class Learner(Protocol):
     def finish_update(self, client: int) -> LocalResult: ...
 
     def cancel_update(self, client: int) -> None: ...
+
+    def note_steps(self, client: int, steps: int) -> None: ...
 
     def apply_updates(
         self,
@@ -177,7 +187,11 @@ class NullLearner:
         return math.nan
 
     def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+        self,
+        round: int,
+        clients: np.ndarray,
+        want: frozenset[str] = frozenset(),
+        steps: np.ndarray | None = None,
     ) -> LocalResult:
         check_wants(want)
         return LocalResult.untrained(clients, self._n_samples)
@@ -195,6 +209,9 @@ class NullLearner:
         return LocalResult.untrained(np.array([client]), self._n_samples)
 
     def cancel_update(self, client: int) -> None:
+        return None
+
+    def note_steps(self, client: int, steps: int) -> None:
         return None
 
     def apply_updates(

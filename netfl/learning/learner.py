@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from netfl.config.learning import LearningConfig
-from netfl.learning.aggregation import fedavg
+from netfl.learning.aggregation.aggregator import Aggregator
+from netfl.learning.aggregation.fedavg import fedavg
 from netfl.learning.datasets import Dataset
 from netfl.learning.evaluation import (
     group_means,
@@ -47,7 +48,7 @@ from netfl.learning.interface import (
 )
 from netfl.learning.models import count_parameters
 from netfl.learning.partition import Partition, label_counts
-from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
+from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer, local_path_norms
 from netfl.learning.versions import ModelVersions, apply_updates
 
 __all__ = [
@@ -80,7 +81,8 @@ def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.d
 
 
 class TorchLearner:
-    """FedAvg with real local SGD on an in-memory dataset."""
+    """Real local SGD on an in-memory dataset and the server's aggregation rule (FedAvg
+    unless ``aggregator`` says otherwise)."""
 
     def __init__(
         self,
@@ -90,6 +92,7 @@ class TorchLearner:
         model: torch.nn.Module,
         device: torch.device,
         seed: int,
+        aggregator: Aggregator | None = None,
     ) -> None:
         if not isinstance(partition, Partition):
             partition = Partition(list(partition))
@@ -113,6 +116,7 @@ class TorchLearner:
         self.trainer = make_trainer(config, self.model, device)
         self._seed = np.random.SeedSequence(seed)
         self.versions = ModelVersions(len(self._n_samples))
+        self.aggregator = aggregator or Aggregator(param_names=self.param_names)
         #: Local updates run back to back in one job (HierFAVG's kappa_1; 1 otherwise).
         self.local_repeats = 1
 
@@ -143,6 +147,7 @@ class TorchLearner:
             steps=None if config.local_steps is None else config.local_steps * k,
             momentum=config.momentum,
             weight_decay=config.weight_decay,
+            prox_mu=config.prox_mu,
         )
 
     def _client_seed(self, round: int, client: int, *repeat: int) -> int:
@@ -152,8 +157,14 @@ class TorchLearner:
         return int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
     def local_update(
-        self, round: int, clients: np.ndarray, want: frozenset[str] = frozenset()
+        self,
+        round: int,
+        clients: np.ndarray,
+        want: frozenset[str] = frozenset(),
+        steps: np.ndarray | None = None,
     ) -> LocalResult:
+        """Train ``clients`` from the global model: each its full local update, or the
+        first ``steps[k]`` SGD steps of it (partial work)."""
         check_wants(want)
         clients = np.asarray(clients, dtype=np.int64)
         if len(clients) == 0:
@@ -168,12 +179,23 @@ class TorchLearner:
             [self.client_indices[c] for c in clients],
             [self._client_seed(round, int(c)) for c in clients],
             sgd,
+            None if steps is None else [int(s) for s in steps],
         )
         n = self._n_samples[clients]
-        if "update_vector" not in want:
-            return LocalResult(clients, states, n, means, stds)
-        scale = sgd.lr * sgd.steps_taken(n).astype(float)
-        return LocalResult(clients, states, n, means, stds, self._update_vectors(states), scale)
+        result = LocalResult(clients, states, n, means, stds)
+        self._note_steps(result, sgd, steps)
+        if "update_vector" in want:
+            result.update_vectors = self._update_vectors(states)
+            assert result.steps is not None
+            result.update_scale = sgd.lr * result.steps.astype(float)
+        return result
+
+    def _note_steps(self, result: LocalResult, sgd: LocalSGD, steps: np.ndarray | None) -> None:
+        """The steps each client took and, for FedNova, their ||a_k||_1."""
+        full = sgd.steps_taken(result.n_samples)
+        result.steps = full if steps is None else np.minimum(np.asarray(steps, np.int64), full)
+        if self.aggregator.uses_norms:
+            result.path_norms = local_path_norms(sgd, result.steps)
 
     # -- asynchronous protocols: clients train on the version they downloaded ----------
 
@@ -189,6 +211,10 @@ class TorchLearner:
     def cancel_update(self, client: int) -> None:
         """The client left before its update arrived."""
         self.versions.cancel(client)
+
+    def note_steps(self, client: int, steps: int) -> None:
+        """Partial work: the client in flight will have done ``steps`` local steps."""
+        self.versions.note_steps(client, steps)
 
     def apply_updates(
         self,
@@ -206,12 +232,13 @@ class TorchLearner:
             bases = [self.global_state] * len(results)
         trained = [i for i, r in enumerate(results) if r.states]
         if trained:
-            self.global_state = apply_updates(
+            proposed = apply_updates(
                 self.global_state,
                 [results[i] for i in trained],
                 [bases[i] for i in trained],
                 np.asarray(coefficients)[trained],
             )
+            self.global_state = self.aggregator.apply(self.global_state, proposed)
         self.versions.release(versions)
 
     # -- hierarchical FL: edge models ---------------------------------------------------
@@ -232,7 +259,12 @@ class TorchLearner:
         return fedavg(stacked, torch.as_tensor(np.asarray(weights), dtype=torch.float64))
 
     def _train_from(
-        self, state: dict[str, torch.Tensor], version: int, clients: np.ndarray, keys: list
+        self,
+        state: dict[str, torch.Tensor],
+        version: int,
+        clients: np.ndarray,
+        keys: list,
+        steps: np.ndarray | None = None,
     ) -> LocalResult:
         sgd = self.sgd(version)
         states, means, stds = self.trainer.train(
@@ -242,8 +274,11 @@ class TorchLearner:
             [self.client_indices[c] for c in clients],
             [self._client_seed(*key) for key in keys],
             sgd,
+            None if steps is None else [int(s) for s in steps],
         )
-        return LocalResult(clients, states, self._n_samples[clients], means, stds)
+        result = LocalResult(clients, states, self._n_samples[clients], means, stds)
+        self._note_steps(result, sgd, steps)
+        return result
 
     def _update_vectors(self, states: dict[str, torch.Tensor]) -> np.ndarray:
         """w_local - w_global over the parameters (not batch-norm statistics), flattened."""
@@ -254,14 +289,16 @@ class TorchLearner:
         return torch.cat(parts, dim=1).float().cpu().numpy()
 
     def aggregate(self, result: LocalResult, arrived: np.ndarray) -> None:
-        """FedAvg over the clients of ``result`` flagged in the boolean mask ``arrived``."""
+        """The aggregation rule (FedAvg by default) over the clients of ``result`` flagged
+        in the boolean mask ``arrived``."""
         self._previous_state = self.global_state
         if not np.any(arrived):
             return
         weights = torch.as_tensor(np.where(arrived, result.n_samples, 0), dtype=torch.float64)
-        averaged = fedavg(result.states, weights)
-        if averaged is not None:
-            self.global_state = averaged
+        norms = None if result.path_norms is None else torch.as_tensor(result.path_norms)
+        aggregated = self.aggregator.aggregate(self.global_state, result.states, weights, norms)
+        if aggregated is not None:
+            self.global_state = aggregated
 
     def global_update(self) -> np.ndarray:
         """w^t - w^{t-1} over the parameters, flattened: what the last ``aggregate`` changed
@@ -332,7 +369,8 @@ class TorchLearner:
         return columns
 
     def checkpoint_state(self) -> dict[str, Any]:
-        """What a round boundary's checkpoint keeps: the global model (a copy, on the host).
+        """What a round boundary's checkpoint keeps: the global model (a copy, on the host)
+        and the aggregation rule's state (server momentum, second moments).
 
         Nothing else carries over between rounds: local SGD (and its momentum) starts
         afresh each round from per-(round, client) seeds, and ``aggregate`` sets the
@@ -343,6 +381,7 @@ class TorchLearner:
         return {
             "global_state": {k: v.detach().cpu().clone() for k, v in self.global_state.items()},
             "versions": self.versions.snapshot(),
+            "aggregation": self.aggregator.snapshot(),
         }
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -351,3 +390,4 @@ class TorchLearner:
         self._previous_state = self.global_state
         if "versions" in state:
             self.versions.restore(state["versions"], self.device)
+        self.aggregator.restore(state.get("aggregation", {}), self.device)

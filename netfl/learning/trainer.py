@@ -3,7 +3,11 @@
 Local SGD as in FedAvg (McMahan et al. 2017) and UCB-CS (Cho et al. 2020 eq. (2)):
 each client starts from the global model and takes minibatch SGD steps on its own data,
 either ``epochs`` passes (shuffled, the last batch of a pass may be short) or ``steps``
-iterations of one minibatch each (drawn pass by pass without replacement).
+iterations of one minibatch each (drawn pass by pass without replacement). With FedProx's
+proximal term (Li et al., MLSys 2020, eq. (2)) the client minimises
+F_k(w) + (mu / 2) ||w - w_t||^2, so each step's gradient gains mu (w - w_t). Under partial
+work (``fl.partial_work``) a client takes only the first ``steps[k]`` steps of its plan:
+the same minibatches in the same order, cut short.
 
 Each client's minibatch order comes from its own seed (a function of the run seed, the
 round and the client), so a client's update does not depend on which other clients
@@ -38,6 +42,7 @@ class LocalSGD:
     steps: int | None = None
     momentum: float = 0.0
     weight_decay: float = 0.0
+    prox_mu: float = 0.0
 
     def steps_taken(self, n_samples: np.ndarray) -> np.ndarray:
         """SGD steps of one local update: E ceil(n_k / b), or tau (none without data)."""
@@ -55,6 +60,64 @@ class LocalSGD:
             return self.epochs * n
         return self.steps * np.minimum(self.batch_size, n)
 
+    def samples_in_steps(self, n_samples: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Samples the first ``steps`` steps of a local update go through.
+
+        Epochs: a pass is ceil(n / b) steps of b samples, the last one n - (ceil(n / b) - 1) b,
+        so e whole passes and r < ceil(n / b) more steps are e n + r b. Steps: s min(b, n).
+        """
+        n = np.asarray(n_samples, dtype=np.int64)
+        s = np.asarray(steps, dtype=np.int64)
+        if self.steps is not None:
+            return s * np.minimum(self.batch_size, n)
+        per_pass = np.maximum(-(-n // self.batch_size), 1)
+        return (s // per_pass) * n + (s % per_pass) * self.batch_size
+
+    def steps_within(self, n_samples: np.ndarray, samples: np.ndarray) -> np.ndarray:
+        """Whole steps of a local update done once ``samples`` samples are processed (the
+        inverse of :meth:`samples_in_steps`, capped at :meth:`steps_taken`)."""
+        n = np.asarray(n_samples, dtype=np.int64)
+        done = np.maximum(np.asarray(samples, dtype=float), 0.0)
+        full = self.steps_taken(n)
+        if self.steps is not None:
+            steps = np.floor(done / np.maximum(np.minimum(self.batch_size, n), 1))
+        else:
+            per_pass = np.maximum(-(-n // self.batch_size), 1)
+            passes = np.floor(done / np.maximum(n, 1))
+            rest = done - passes * n
+            steps = passes * per_pass + np.minimum(np.floor(rest / self.batch_size), per_pass - 1)
+        return np.minimum(steps.astype(np.int64), full)
+
+
+def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
+    """||a_k||_1 of each client's local path (FedNova, Wang et al. 2020 Sec. 4 and App.).
+
+    A client's update after tau steps is Delta = -lr sum_i a_i g_i: a_i is how far the
+    gradient of step i has moved the model by the end. Plain SGD: a_i = 1, ||a||_1 = tau.
+    Momentum rho (torch.optim.SGD, no dampening): ||a||_1 = [tau - rho (1 - rho^tau) /
+    (1 - rho)] / (1 - rho). Proximal term mu: ||a||_1 = [1 - (1 - lr mu)^tau] / (lr mu).
+    Both: the impulse response of the scalar recursion (v <- rho v + g + mu x,
+    x <- x - lr v), summed in absolute value. Weight decay is left out, as in the authors'
+    code (github.com/JYWa/FedNova).
+    """
+    tau = np.asarray(steps, dtype=np.int64)
+    rho, eta_mu = sgd.momentum, sgd.lr * sgd.prox_mu
+    if eta_mu == 0:
+        if rho == 0:
+            return tau.astype(float)
+        return (tau - rho * (1 - rho**tau) / (1 - rho)) / (1 - rho)
+    if rho == 0:
+        return (1 - (1 - eta_mu) ** tau) / eta_mu
+    longest = int(tau.max(initial=0))
+    reach = np.zeros(longest + 1)  # reach[m]: |a| of a gradient m steps before the end
+    x, velocity, impulse = 0.0, 0.0, 1.0
+    for m in range(1, longest + 1):
+        velocity = rho * velocity + impulse + sgd.prox_mu * x
+        x -= sgd.lr * velocity
+        impulse = 0.0
+        reach[m] = abs(x) / sgd.lr
+    return np.cumsum(reach)[tau]
+
 
 class Trainer(Protocol):
     """A backend that trains a round's clients from the global state."""
@@ -67,9 +130,11 @@ class Trainer(Protocol):
         client_indices: Sequence[torch.Tensor],
         seeds: Sequence[int],
         sgd: LocalSGD,
+        steps: Sequence[int] | None = None,
     ) -> TrainOutput:
         """Train each client (row ids ``client_indices``, int64 on the host) from the
-        global state; return stacked states and per-client minibatch-loss mean and std."""
+        global state, the first ``steps[k]`` steps of its plan (None: all); return stacked
+        states and per-client minibatch-loss mean and std."""
 
 
 def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch.Tensor]:
@@ -89,6 +154,21 @@ def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch
     passes = -(-sgd.steps * size // n)
     order = torch.cat([torch.randperm(n, generator=generator) for _ in range(passes)])
     return list(order[: sgd.steps * size].split(size))
+
+
+def client_plans(
+    client_indices: Sequence[torch.Tensor],
+    seeds: Sequence[int],
+    sgd: LocalSGD,
+    steps: Sequence[int] | None,
+) -> list[list[torch.Tensor]]:
+    """Each client's minibatches, the first ``steps[k]`` of its plan (None: all)."""
+    plans = []
+    for k, (indices, seed) in enumerate(zip(client_indices, seeds, strict=True)):
+        generator = torch.Generator().manual_seed(int(seed))
+        batches = minibatches(len(indices), sgd, generator)
+        plans.append(batches if steps is None else batches[: max(int(steps[k]), 0)])
+    return plans
 
 
 def loss_summary(losses: torch.Tensor) -> tuple[float, float]:
@@ -116,13 +196,17 @@ class SequentialTrainer:
         client_indices: Sequence[torch.Tensor],
         seeds: Sequence[int],
         sgd: LocalSGD,
+        steps: Sequence[int] | None = None,
     ) -> TrainOutput:
         """Return stacked states, per-client mean and std of minibatch losses."""
         states: list[dict[str, torch.Tensor]] = []
         means, stds = [], []
         model = self.model
         model.train()
-        for indices, seed in zip(client_indices, seeds, strict=True):
+        plans = client_plans(client_indices, seeds, sgd, steps)
+        # (w, w_t) for every parameter, once rather than a module walk per step
+        anchored = [(p, global_state[name].to(self.device)) for name, p in model.named_parameters()]
+        for indices, batches in zip(client_indices, plans, strict=True):
             model.load_state_dict(global_state)
             optimizer = torch.optim.SGD(
                 model.parameters(),
@@ -130,8 +214,6 @@ class SequentialTrainer:
                 momentum=sgd.momentum,
                 weight_decay=sgd.weight_decay,
             )
-            generator = torch.Generator().manual_seed(int(seed))
-            batches = minibatches(len(indices), sgd, generator)
             # The client's rows in minibatch order, moved to the data's device once.
             order = indices[torch.cat(batches)].to(x.device) if batches else indices
             losses = []
@@ -139,6 +221,8 @@ class SequentialTrainer:
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()
+                if sgd.prox_mu:
+                    proximal_gradient(anchored, sgd.prox_mu)
                 optimizer.step()
                 losses.append(loss.detach())
             states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
@@ -147,3 +231,13 @@ class SequentialTrainer:
             stds.append(std)
         stacked = {k: torch.stack([s[k] for s in states]) for k in global_state}
         return stacked, np.array(means), np.array(stds)
+
+
+@torch.no_grad()
+def proximal_gradient(anchored: Sequence[tuple[torch.Tensor, torch.Tensor]], mu: float) -> None:
+    """Add FedProx's mu (w - w_t) to each parameter's gradient, for (w, w_t) pairs (Li et
+    al. 2020, eq. (2); the official code's PerturbedGradientDescent steps by
+    lr (g + mu (w - w_t)))."""
+    for param, anchor in anchored:
+        if param.grad is not None:
+            param.grad.add_(param - anchor, alpha=mu)

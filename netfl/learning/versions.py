@@ -7,10 +7,13 @@ rounds), trains lazily and in batches: the first time an update of version v is 
 every client started on v and not yet trained is trained in one batch, and the results
 wait for their arrivals. Training is deterministic per (version, client) (a repeat on the
 same version gets its own seed), so when it happens does not change what is learned.
+Under partial work a client's step count is known once its device starts computing
+(:meth:`ModelVersions.note_steps`); a batch then takes the clients whose counts are known.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,14 +24,16 @@ import torch
 from netfl.learning.interface import LocalResult
 
 State = dict[str, torch.Tensor]
-#: (version, clients, seed keys) -> the clients' result, trained from that version.
-TrainFn = Callable[[State, int, np.ndarray, list[tuple[int, ...]]], LocalResult]
+#: (state, version, clients, seed keys[, steps]) -> the clients' result, trained from that
+#: version (the first ``steps[k]`` local steps of each; without steps: all).
+TrainFn = Callable[..., LocalResult]
 
 
 @dataclass
 class _Job:
     version: int
     key: tuple[int, ...]
+    steps: int | None = None  # partial work: local steps it will have done
 
 
 @dataclass
@@ -61,19 +66,35 @@ class ModelVersions:
         self.states.setdefault(version, state)
         self.refs[version] = self.refs.get(version, 0) + 1
 
+    def note_steps(self, client: int, steps: int) -> None:
+        """Partial work: ``client`` will have done ``steps`` local steps."""
+        if client in self.jobs:
+            self.jobs[client].steps = int(steps)
+
     def finish(self, client: int, train: TrainFn) -> tuple[int, LocalResult]:
         """The client's update (one row) and its version; trains its version's batch if
-        needed. The version stays held until :meth:`release`."""
+        needed (under partial work, the clients of that version whose steps are known).
+        The version stays held until :meth:`release`."""
         if client not in self.trained:
             version = self.jobs[client].version
+            partial = self.jobs[client].steps is not None
             batch = sorted(
                 c
                 for c, job in self.jobs.items()
-                if job.version == version and c not in self.trained
+                if job.version == version
+                and c not in self.trained
+                and (not partial or job.steps is not None)
             )
-            result = train(
-                self.states[version], version, np.asarray(batch), [self.jobs[c].key for c in batch]
+            args = (
+                self.states[version],
+                version,
+                np.asarray(batch),
+                [self.jobs[c].key for c in batch],
             )
+            if partial:
+                result = train(*args, np.array([self.jobs[c].steps for c in batch]))
+            else:
+                result = train(*args)
             for i, c in enumerate(batch):
                 self.trained[c] = _row(result, i)
         job = self.jobs.pop(client)
@@ -103,7 +124,7 @@ class ModelVersions:
         return {
             "states": {v: host(s) for v, s in self.states.items()},
             "refs": dict(self.refs),
-            "jobs": {c: (j.version, j.key) for c, j in self.jobs.items()},
+            "jobs": {c: (j.version, j.key, j.steps) for c, j in self.jobs.items()},
             "trained": {c: _to(r, torch.device("cpu")) for c, r in self.trained.items()},
             "last_version": self.last_version.copy(),
             "repeats": self.repeats.copy(),
@@ -114,7 +135,7 @@ class ModelVersions:
             v: {k: t.to(device) for k, t in s.items()} for v, s in snap["states"].items()
         }
         self.refs = dict(snap["refs"])
-        self.jobs = {c: _Job(v, tuple(key)) for c, (v, key) in snap["jobs"].items()}
+        self.jobs = {c: _Job(job[0], tuple(job[1]), *job[2:]) for c, job in snap["jobs"].items()}
         self.trained = {c: _to(r, device) for c, r in snap["trained"].items()}
         self.last_version = snap["last_version"].copy()
         self.repeats = snap["repeats"].copy()
@@ -122,30 +143,26 @@ class ModelVersions:
 
 def _row(result: LocalResult, i: int) -> LocalResult:
     """Row ``i`` of a batch result, as a one-client result."""
-    vectors = None if result.update_vectors is None else result.update_vectors[i : i + 1]
-    scale = None if result.update_scale is None else result.update_scale[i : i + 1]
+
+    def rows(values: np.ndarray | None) -> np.ndarray | None:
+        return None if values is None else values[i : i + 1]
+
     return LocalResult(
         result.clients[i : i + 1],
         {k: v[i : i + 1] for k, v in result.states.items()},
         result.n_samples[i : i + 1],
         result.loss_mean[i : i + 1],
         result.loss_std[i : i + 1],
-        vectors,
-        scale,
+        rows(result.update_vectors),
+        rows(result.update_scale),
+        rows(result.steps),
+        rows(result.path_norms),
     )
 
 
 def _to(result: LocalResult, device: torch.device) -> LocalResult:
     states = {k: v.detach().to(device).clone() for k, v in result.states.items()}
-    return LocalResult(
-        result.clients,
-        states,
-        result.n_samples,
-        result.loss_mean,
-        result.loss_std,
-        result.update_vectors,
-        result.update_scale,
-    )
+    return dataclasses.replace(result, states=states)
 
 
 def apply_updates(

@@ -31,8 +31,7 @@ from netfl.radio.system import RadioSystem
 from netfl.radio.topology import BackhaulLink, carry
 
 if TYPE_CHECKING:
-    from netfl.radio.motion import Motion
-    from netfl.radio.update import RadioUpdate
+    from netfl.radio.update import Moving, RadioUpdate
 
 _LONG = {UL: "uplink", DL: "downlink"}
 
@@ -73,7 +72,7 @@ class CellularNetwork:
         #: Whether devices move (transfers then follow them through handovers), and what
         #: moves them.
         self.mobile = False
-        self.motion: Motion | None = None
+        self.motion: Moving | None = None
         self._transfers: dict[int, set[simpy.Process]] = {}
         self._detached: dict[int, simpy.Event] = {}
         self.backhaul = backhaul

@@ -24,7 +24,7 @@ moved: it grows with flow events, never with slots or simulated time.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import simpy
@@ -34,10 +34,25 @@ from netfl.radio.cells import DIRECTIONS, Cells
 from netfl.radio.scheduler import Flow
 from netfl.radio.system import RadioSystem
 
-if TYPE_CHECKING:
-    from netfl.radio.motion import Motion
-
 _LONG = {"ul": "uplink", "dl": "downlink"}
+
+
+class Moving(Protocol):
+    """The moving devices as the radio update ticks them and the network reads them
+    (:class:`netfl.radio.motion.Motion`)."""
+
+    @property
+    def speed_mps(self) -> np.ndarray:
+        """Every device's current speed, m/s (0 for static devices)."""
+        ...
+
+    def step(self, now_s: float, dt_s: float) -> None:
+        """Advance every moving device by ``dt_s`` to ``now_s``."""
+        ...
+
+    def client_totals(self, n: int) -> dict[str, np.ndarray]:
+        """Per-client handover counts of the run so far, for ``n`` clients."""
+        ...
 
 
 class RadioUpdate:
@@ -53,11 +68,11 @@ class RadioUpdate:
         self._dirty: set[str] = set()
         self._pending = False
         self._running = False
-        self.motion: Motion | None = None
+        self.motion: Moving | None = None
         if interval_s is not None:
             cells.on_change = self._changed
 
-    def move(self, motion: Motion) -> None:
+    def move(self, motion: Moving) -> None:
         """Tick every ``interval_s`` from now on: move the devices (:mod:`netfl.radio.motion`)
         and recompute every link in flight, whether or not a flow event changed anything."""
         assert self.interval_s is not None and self.interval_s > 0

@@ -27,7 +27,7 @@ from channel_models.nr import TddPattern
 from netfl._version import __version__
 from netfl.errors import MissingDataError, NetflError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
-from netfl.trace import compare, learning_plots, plots
+from netfl.trace import compare, learning_plots, local_work, plots
 from netfl.trace.phases import PHASES
 from netfl.trace.run import STRATEGY_FILE, Run, load_runs
 from netfl.trace.runs import Runs
@@ -235,6 +235,16 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
     page.figure("staleness_histogram", lambda: plots.staleness_histogram(run))
     page.figure("gantt", lambda: plots.gantt(run))
     page.table(phase_statistics(run), "phases")
+    if local_work.has_local_work(run):
+        page.heading("Local work (fl.partial_work)")
+        page.text(
+            "Local SGD steps asked of and done by each selected client (rounds.parquet's"
+            " steps_planned and steps_done; per client and round in local_work.csv)."
+        )
+        page.table(local_work.work_summary(run), index=False)
+        page.figure("work_done", lambda: local_work.work_done_figure(run))
+        write_text(folder / "local_work.csv", local_work.local_work(run).to_csv(index=False))
+        page.files.append(folder / "local_work.csv")
     radio = run.scenario_dict.get("radio") or {}
     if radio.get("record_rb_allocations"):
         page.figure("rb_occupancy", lambda: plots.rb_occupancy(run))

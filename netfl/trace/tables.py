@@ -31,6 +31,11 @@ ROUNDS_SCHEMA = pa.schema(
     ]
 )
 
+#: Columns a rounds table has under fl.partial_work, after ROUNDS_SCHEMA's: the local SGD
+#: steps asked of and done by each selected client (aligned with ``selected``; done counts
+#: the steps the device finished, aggregated only where the upload arrived).
+STEP_COLUMNS = ("steps_planned", "steps_done")
+
 #: Columns every clients table has, in order (components may append more).
 CLIENT_COLUMNS: dict[str, pa.DataType] = {
     "client": pa.int32(),
@@ -81,6 +86,10 @@ class RoundRecord:
     staleness_mean: float = 0.0
     staleness_max: int = 0
     staleness: list[int] | None = None  # None: 0 for every completed client
+    #: fl.partial_work: local SGD steps asked of and done by each selected client
+    #: (aligned with ``selected``); None without partial work (no such columns).
+    steps_planned: list[int] | None = None
+    steps_done: list[int] | None = None
 
 
 def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
@@ -104,7 +113,14 @@ def rounds_table(records: Sequence[RoundRecord]) -> pa.Table:
         columns["staleness_max"].append(rec.staleness_max)
         staleness = rec.staleness if rec.staleness is not None else [0] * len(rec.completed)
         columns["staleness"].append([int(t) for t in staleness])
-    return pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
+    table = pa.Table.from_pydict(columns, schema=ROUNDS_SCHEMA)
+    if any(rec.steps_planned is not None for rec in records):
+        for name in STEP_COLUMNS:
+            values = [[int(s) for s in getattr(rec, name) or []] for rec in records]
+            table = table.append_column(
+                pa.field(name, pa.list_(pa.int32())), pa.array(values, pa.list_(pa.int32()))
+            )
+    return table
 
 
 def clients_table(columns: Mapping[str, np.ndarray | Sequence[object]]) -> pa.Table:

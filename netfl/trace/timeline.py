@@ -39,7 +39,8 @@ KINDS: dict[str, str] = {
     "cold_start_start": "a device not selected in the previous round starts preparing its data",
     "cold_start_end": "data preparation (cold start) ends (duration_s)",
     "compute_start": "local update gets the device's CPU (after any queue wait)",
-    "compute_end": "local update ends on a client (duration_s: compute time)",
+    "compute_end": "local update ends on a client (duration_s: compute time; under"
+    " fl.partial_work steps_planned and steps_done, the local SGD steps asked and done)",
     "upload_start": "model upload from a client begins (after any wait for its turn)",
     "upload_end": "model upload from a client completes (arrived at the server)",
     "deadline_miss": "a client's upload did not arrive before the round deadline (or T_final)",
@@ -84,8 +85,10 @@ KINDS: dict[str, str] = {
 
 VALUE_COLUMNS = ("bits", "rate_bps", "duration_s", "accuracy", "loss")
 
-#: Columns only some runs have (RB allocations of the LTE model): appended after the value
-#: columns when any event sets them, null in the other rows.
+#: Columns only some runs have, appended after the value columns when any event sets them,
+#: null in the other rows: RB allocations of the LTE model (``RB_COLUMNS``), and the local
+#: SGD steps asked and done on ``compute_end`` under ``fl.partial_work`` (``STEP_COLUMNS``),
+#: and the handovers and positions of moving devices (``MOBILITY_COLUMNS``).
 OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "n_rb": pa.float64(),
     "n_rb_total": pa.float64(),
@@ -96,7 +99,12 @@ OPTIONAL_COLUMNS: dict[str, pa.DataType] = {
     "ping_pong": pa.bool_(),
     "x_m": pa.float64(),
     "y_m": pa.float64(),
+    "steps_planned": pa.int32(),
+    "steps_done": pa.int32(),
 }
+RB_COLUMNS = ("n_rb", "n_rb_total", "flow", "direction", "cell")
+MOBILITY_COLUMNS = ("cell", "source_cell", "ping_pong", "x_m", "y_m")
+STEP_COLUMNS = ("steps_planned", "steps_done")
 
 SCHEMA = pa.schema(
     [

@@ -1,0 +1,34 @@
+"""FedAdagrad (Reddi et al., "Adaptive Federated Optimization", ICLR 2021, Alg. 2):
+v_t = v_(t-1) + Delta_t^2 (see :mod:`netfl.learning.aggregation.adaptive` for m_t, the
+step, the initial state and where netfl differs from Flower's ``FedAdagrad``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from netfl.learning.aggregation import base
+from netfl.learning.aggregation.adaptive import adaptive_step
+from netfl.learning.aggregation.base import ClientUpdates, State, Step
+
+if TYPE_CHECKING:
+    import torch
+
+
+def adagrad_moment(v: torch.Tensor, squared: torch.Tensor) -> torch.Tensor:
+    """v_t = v_(t-1) + Delta_t^2."""
+    return v + squared
+
+
+@base.aggregation_rule(protocols=base.SERVER_OPTIMIZERS)
+def fedadagrad(
+    updates: ClientUpdates,
+    state: State,
+    *,
+    eta: base.ServerLR = 0.01,
+    beta1: base.Beta1 = 0.9,
+    tau: base.Adaptivity = 1e-3,
+) -> Step:
+    """Adagrad on the server: m_t = beta1 m_(t-1) + (1 - beta1) Delta_t,
+    v_t = v_(t-1) + Delta_t^2, w_(t+1) = w_t + eta m_t / (sqrt(v_t) + tau) (beta1 = 0 is
+    Flower's FedAdagrad)."""
+    return adaptive_step(updates, state, adagrad_moment, eta=eta, beta1=beta1, tau=tau)
