@@ -201,6 +201,9 @@ class CellularNetwork:
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         try:
+            grant_s = self.system.air.first_grant_s  # SR -> grant -> PUSCH, once per upload
+            if grant_s > 0:
+                yield self.env.timeout(grant_s)
             start, cell = yield from self._leg(UL, client, bits)
             for link in self.backhaul[int(self.cell_site[cell])]:
                 yield from link.carry(bits)
