@@ -26,7 +26,9 @@ numpy only. What an LTE cell delivers per resource block (RB) and 1 ms subframe
    from the SINR it measures; downlink from the device's CQI reports (TS 36.213 Sec. 7.2.3,
    Table 7.2.3-1), which outer-loop link adaptation corrects with the HARQ feedback until
    the BLER meets the target -- netfl takes the MCS it converges to, not the CQI table's
-   15 steps. No MCS above a code rate of 0.930 is used (TS 36.213 Sec. 7.1.7).
+   15 steps. No MCS above a code rate of 0.930 is used (TS 36.213 Sec. 7.1.7 states it for
+   the PDSCH; netfl applies it to both directions, where in the uplink it never binds: the
+   top uplink code rate is about 0.88).
 3. **Transport block size** ``TBS(I_TBS, N_PRB)`` from TS 36.213 Table 7.1.7.2.1-1
    (``data/ts36213_tbs.csv``), for ``N_PRB`` = the RBs a transfer holds alone.
 4. **HARQ.** A block that fails is sent again on the same RBs, so the goodput is the TBS
@@ -81,7 +83,8 @@ UL_MCS_ITBS = np.array([*range(0, 11), *range(10, 20), *range(19, 27)])
 #: model, fitted in docs/radio.md ("LTE link abstraction").
 VIENNA_LOSS_DB = (1.6, 2.0, 2.6)
 #: IPv4 (20, RFC 791) + TCP (20, RFC 9293) + PDCP (2, TS 36.323 Sec. 6.2.3, 12-bit SN) + RLC
-#: AM (2, TS 36.322 Sec. 6.2.1.4) + MAC subheader (2, TS 36.321 Sec. 6.1.2) per packet.
+#: AM (2, TS 36.322 Sec. 6.2.1.4) + MAC subheader per packet (about 2: TS 36.321 Sec. 6.1.2
+#: gives 3 bytes with the 15-bit length field a 1.5 kB SDU needs and 1 for a PDU's last).
 HEADER_BYTES = 46
 #: TCP payload of a 1500-byte Ethernet MTU.
 PAYLOAD_BYTES = 1460

@@ -210,8 +210,8 @@ def correct(ns, cppyy, case: Case, enb_devs, ue_devs, ues) -> object:
       map the SINR to a CQI through a hard-coded Shannon gap for a bit error rate of 5e-5
       ("WILD ACK: same as DL"), about 5 dB more conservative than a 10% BLER; both
       directions then use only the 15 MCS that match a CQI; and the error model reads an
-      MCS at a fixed code rate per index (R1-081483's, about right for one PRB: the TBS
-      table puts up to 20% more bits per PRB on 50 PRBs). The scheduler is shown the CQI
+      MCS at a fixed code rate per index (R1-081483's efficiencies, offset from TS 36.213's
+      MCS rows: too high for QPSK, too low for 64QAM). The scheduler is shown the CQI
       that qualifies (``xc::SchedWrap``), so that it serves every device MCS 0 reaches;
     - the data error models are off: LENA's decodes an uplink MCS with the downlink
       table's modulation (a QPSK uplink MCS 10 as 16QAM: it fails nearly always) and

@@ -222,7 +222,9 @@ class LteTbsConfig(StrictModel):
         ge=1,
         le=3,
         description="OFDM symbols of the downlink control region per subframe (CFI, TS"
-        " 36.211 Sec. 6.7; 2 is the basis of the TBS table's code rates, R1-081483).",
+        " 36.211 Sec. 6.7). Code rates follow from the REs left, whatever the TBS table's own"
+        " design assumed (about 120 data REs per PRB, 3 control symbols, for R1-081483's"
+        " efficiencies).",
     )
     dl_crs_ports: Literal[1, 2, 4] = Field(
         default=2,
@@ -239,7 +241,8 @@ class LteTbsConfig(StrictModel):
         ge=0.0,
         lt=1.0,
         description="Share of the uplink RBs kept for the PUCCH at the band edges (TS 36.211"
-        " Sec. 5.4.3): 0.08 is 2 RBs at each edge of a 10 MHz carrier.",
+        " Sec. 5.4.3 places it there; its size is the operator's RRC configuration): 0.08,"
+        " 2 RBs at each edge of a 10 MHz carrier, is an assumed typical configuration.",
     )
     packet_payload_bytes: PositiveInt = Field(
         default=lte.PAYLOAD_BYTES,
@@ -249,7 +252,8 @@ class LteTbsConfig(StrictModel):
         default=lte.HEADER_BYTES,
         ge=0,
         description="Header bytes per IP packet: IPv4 20 + TCP 20 + PDCP 2 (TS 36.323) + RLC"
-        " 2 (TS 36.322) + MAC 2 (TS 36.321).",
+        " 2 (TS 36.322) + MAC subheader about 2 (TS 36.321: 3 with the 15-bit length, 1 for a"
+        " PDU's last).",
     )
     ul_first_grant_latency_s: NonNegativeFloat = Field(
         default=lte.FIRST_GRANT_LATENCY_S,
