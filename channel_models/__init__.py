@@ -6,7 +6,8 @@ registry imports the target only when used. Path-loss models (``radio.channel_mo
 :class:`channel_models.tr38901.ThreeGppModel` instances (or any object with the methods of
 :class:`channel_models.protocol.ChannelModel`, named ``package.module:attribute``; check one
 with :func:`channel_models.protocol.check_channel_model`); rate mappings
-(``radio.rate_mapping.kind``) are :class:`channel_models.rate.RateMapping` instances.
+(``radio.rate_mapping.kind``) are :class:`channel_models.rate.RateMapping` instances
+(``lte_tbs``, the default: :class:`channel_models.lte.LteTbs`, one per direction).
 """
 
 CHANNEL_MODELS: dict[str, tuple[str, str]] = {
@@ -74,5 +75,9 @@ CHANNEL_MODELS: dict[str, tuple[str, str]] = {
     "lte_cqi": (
         "channel_models.rate:LTE_CQI",
         "rate: LTE CQI table (TS 36.213 7.2.3-1) chosen by Shannon gap, BER 5e-5",
+    ),
+    "lte_tbs": (
+        "channel_models.lte:LTE_TBS",
+        "rate: LTE MCS at BLER 0.1, TS 36.213 transport blocks, PHY/L2 overheads (default)",
     ),
 }

@@ -19,8 +19,10 @@ numpy and the standard library only (no SimPy, no netfl). Sources:
   regime", IEEE Trans. Inf. Theory 56(5), 2010, eq. (296)):
   ``R = log2(1 + s) - sqrt(V(s) / n) Q^-1(BLER)``, ``V(s) = s (s + 2) / (s + 1)^2 log2(e)^2``,
   solved for the SINR ``s`` at which the CQI's efficiency ``R`` is reached with ``n`` channel
-  uses per code block, plus an implementation loss in dB (practical LDPC decoders sit
-  about 1 dB from the bound at these lengths).
+  uses per code block, plus an implementation loss in dB per modulation: how far NR's LDPC
+  code with bit-interleaved QAM sits from the bound at BLER 0.1 in Sionna SYS's link-level
+  PUSCH/PDSCH BLER tables (:data:`SIONNA_LOSS_DB`, fitted in docs/radio.md "NR link
+  level"; a single number applies to every modulation).
 - Overhead (DMRS, PDCCH/PUCCH, SSB, CSI-RS ...): one fraction per direction. The defaults
   are the OH values of the peak data-rate formula of TS 38.306 Sec. 4.1.2: 0.14 (FR1 DL),
   0.08 (FR1 UL), 0.18 (FR2 DL), 0.10 (FR2 UL).
@@ -133,6 +135,13 @@ CQI_EFFICIENCY = {
     ),
 }  # fmt: skip
 
+#: dB above the normal approximation (``n = 1000`` channel uses) at BLER 0.1 for QPSK,
+#: 16QAM, 64QAM and 256QAM: the mean, per modulation, of the SINR at which Sionna SYS's
+#: link-level BLER tables (LDPC, AWGN; PUSCH and PDSCH, MCS tables 1 and 2, code blocks of
+#: 1000 bits) cross 0.1, less the bound at that code rate
+#: (``benchmarks/ns3_crosscheck/results/sionna_nr_bler10.csv``, tests/test_nr_link_level.py).
+SIONNA_LOSS_DB = (1.2, 1.7, 2.2, 2.5)
+
 #: TS 38.306 Sec. 4.1.2 overhead OH per (frequency range, direction).
 OVERHEAD_TS38306 = {
     ("FR1", "dl"): 0.14,
@@ -175,13 +184,14 @@ class NrCqi:
 
     ``sinr_thresholds_db`` (15 values, CQI 1..15, increasing) if given, else thresholds for
     ``target_bler`` with ``block_symbols`` channel uses per code block plus
-    ``implementation_loss_db`` (see the module docstring). Rates: ``bandwidth * efficiency``.
+    ``implementation_loss_db`` (one number, or one per QPSK, 16QAM, 64QAM, 256QAM; see the
+    module docstring). Rates: ``bandwidth * efficiency``.
     """
 
     table: str = "table2"
     target_bler: float = 0.1
     block_symbols: int = 1000
-    implementation_loss_db: float = 1.0
+    implementation_loss_db: float | tuple[float, ...] = SIONNA_LOSS_DB
     sinr_thresholds_db: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -191,6 +201,9 @@ class NrCqi:
             raise ValueError(f"target_bler must be in (0, 1), got {self.target_bler}")
         if self.block_symbols < 1:
             raise ValueError(f"block_symbols must be positive, got {self.block_symbols}")
+        loss = self.implementation_loss_db
+        if isinstance(loss, tuple) and len(loss) != 4:
+            raise ValueError("implementation_loss_db needs one value or four (QPSK..256QAM)")
         if self.sinr_thresholds_db is not None:
             t = self.sinr_thresholds_db
             if len(t) != 15 or any(b <= a for a, b in itertools.pairwise(t)):
@@ -204,7 +217,11 @@ class NrCqi:
         linear = awgn_rate_sinr(
             CQI_EFFICIENCY[self.table][1:], self.target_bler, self.block_symbols
         )
-        return 10.0 * np.log10(linear) + self.implementation_loss_db
+        loss = self.implementation_loss_db
+        if isinstance(loss, tuple):
+            qm = np.array([q for q, _ in (CQI_TABLE1 if self.table == "table1" else CQI_TABLE2)])
+            loss = np.asarray(loss)[qm // 2 - 1]
+        return np.maximum.accumulate(10.0 * np.log10(linear) + loss)
 
     def cqi(self, sinr: np.ndarray) -> np.ndarray:
         """CQI 0..15 of each linear SINR."""

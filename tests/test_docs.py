@@ -157,7 +157,7 @@ def test_a_variant_tag_is_required_exactly_where_the_loader_needs_it():
     with pytest.raises(ScenarioError):
         scenario_from_data({"radio": {"rate_mapping": {}}})
     # The section's own default names the variant in force.
-    assert _rows(text, "`radio` (model: `lte`)")["rate_mapping"][2] == "`kind: shannon_with_loss`"
+    assert _rows(text, "`radio` (model: `lte`)")["rate_mapping"][2] == "`kind: lte_tbs`"
 
 
 def test_papers_are_cited_by_authors_not_by_seed_file_names():

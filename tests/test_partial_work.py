@@ -13,6 +13,7 @@ in time.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from netfl.cli import main
 from netfl.config.devices import BackgroundLoad
 from netfl.errors import ScenarioWarning
 from netfl.fl.background import BackgroundQueue
-from netfl.scenario import scenario_from_data
+from netfl.scenario import load_scenario, scenario_from_data
 from netfl.simulation import resume, simulate
 from tests.test_resume import assert_same_tables, busy, whole_and_interrupted
 
@@ -326,3 +327,29 @@ def test_the_fedprox_scenario_makes_the_papers_stragglers(tmp_path):
             full.append(int(c))
     assert 0 < len(full) < len(row["selected"])  # seed 1 draws stragglers and full-speed ones
     assert sorted(runs["false"].iloc[0]["completed"].tolist()) == sorted(full)
+
+
+def test_a_client_nominally_below_the_lowest_mcs_sends_nothing(tmp_path):
+    """On the calibrated network without uplink power control (quickstart), the nominal
+    uplink SINR of a deep-indoor device at full interference is below MCS 0 of lte_tbs: its
+    nominal uplink rate is 0, so under partial work it expects an upload that never ends
+    and trains nothing (it may still upload in a run without partial work, whose real
+    interference is lighter). No division by zero, no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = simulate(
+            load_scenario(
+                "quickstart",
+                ["fl.partial_work=true", "fl.deadline_s=20", "fl.rounds=6"],
+            ),
+            tmp_path / "run",
+        ).run_dir
+    clients = pd.read_parquet(run / "clients.parquet")
+    below = clients[clients["rate_ul_bps"] == 0]
+    assert len(below) and (below["n_selected"] > 0).any(), "quickstart lost its test case"
+    assert (below["n_completed"] == 0).all()
+    assert (below["n_deadline_miss"] == below["n_selected"]).all()
+    rounds = pd.read_parquet(run / "rounds.parquet")
+    for _, row in rounds.iterrows():
+        steps = dict(zip(row["selected"].tolist(), row["steps_done"].tolist(), strict=True))
+        assert all(steps[c] == 0 for c in below["client"] if c in steps)

@@ -105,7 +105,7 @@ def test_uploads_in_different_cells_do_not_share_resource_blocks():
     b = int(np.flatnonzero(serving != serving[a])[0])
     same = int(np.flatnonzero(serving == serving[a])[1])
     procs = [network.upload(env, c, 4.0e6) for c in (a, b, same)]
-    env.run(until=env.timeout(1e-9))
+    env.run(until=env.timeout(network.system.air.first_grant_s + 1e-9))  # after the grants
     schedulers = network.cells.schedulers[UL]
     loads = {cell: len(s.active) for cell, s in enumerate(schedulers) if s.active}
     assert loads == {int(serving[a]): 2, int(serving[b]): 1}
@@ -139,7 +139,7 @@ def test_interference_follows_what_the_other_cells_have_in_flight():
     assert len(pair) == 2
     victim = network._flow(UL, client, 1.0).link
     procs = [network.upload(env, u, 4.0e6) for u in pair]
-    env.run(until=env.timeout(env.now + 1e-9))
+    env.run(until=env.timeout(network.system.air.first_grant_s + 1e-9))  # after the grants
     emitted = sum(_mw(devices.ul_power_db[u]) * _mw(devices.gain_db[u, cell]) for u in pair)
     assert cells.link_interference_mw(victim) == pytest.approx(emitted / 2)
     env.run(until=env.all_of(procs))
@@ -250,7 +250,8 @@ def test_every_radio_feature_runs_on_a_layout():
     }
     variants = [nr]
     for radio in (
-        {"fast_fading": "rayleigh_block"},
+        # Shannon with loss has no floor: no fade holds a transfer at rate 0 for ever
+        {"fast_fading": "rayleigh_block", "rate_mapping": {"kind": "shannon_with_loss"}},
         {"fluctuation_eta": 1.9},
         {"record_rb_allocations": True},
         {"fast_fading": "rayleigh", "uplink": {"scheduler": "proportional_fair"}},

@@ -98,8 +98,15 @@ def test_los_breakpoint_with_a_1m_ue_is_refused_naming_the_height():
 
 
 def test_clip_accepts_distances_beyond_the_model():
+    # A 2 km cell is beyond the standard LTE mapping's coverage; Shannon with loss never
+    # gives a zero rate, which keeps this test on clipping.
     scenario = scenario_from_data(
-        _base(), overrides=["cell.radius_m=2500", "radio.out_of_range=clip"]
+        _base(),
+        overrides=[
+            "cell.radius_m=2500",
+            "radio.out_of_range=clip",
+            "radio.rate_mapping={kind: shannon_with_loss}",
+        ],
     )
     build = build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
     assert np.all(np.isfinite(build.columns["pathloss_db"]))
@@ -251,8 +258,15 @@ def _busy_cell(tmp_path: Path, name: str, **fl: Any) -> Path:
             ]
         },
     )
+    # Block fading under the standard LTE mapping can hold a transfer at rate 0 (below MCS
+    # 0) and needs a deadline; these tests are about traffic and RB accounting.
     data["radio"].update(
-        {"fast_fading": "rayleigh_block", "fluctuation_eta": 1.9, "record_rb_allocations": True}
+        {
+            "fast_fading": "rayleigh_block",
+            "fluctuation_eta": 1.9,
+            "record_rb_allocations": True,
+            "rate_mapping": {"kind": "shannon_with_loss"},
+        }
     )
     data["fl"].update({"rounds": 4, **fl})
     path = tmp_path / f"{name}.yaml"
@@ -339,3 +353,13 @@ def test_rb_allocation_rows_can_be_switched_off(tmp_path: Path):
     assert main(["simulate", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     timeline = pd.read_parquet(tmp_path / "run" / "timeline.parquet")
     assert "rb_allocation" not in set(timeline.kind) and "n_rb" not in timeline.columns
+
+
+def test_block_fading_under_a_mapping_with_a_floor_needs_a_deadline():
+    data = _base()
+    data["radio"]["fast_fading"] = "rayleigh_block"
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_data(data)
+    assert [p.key for p in info.value.problems] == ["radio.fast_fading"]
+    data["fl"]["deadline_s"] = 5.0
+    build_radio(scenario_from_data(data), simpy.Environment(), Streams(0), Timeline(), 10)

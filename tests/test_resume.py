@@ -40,11 +40,13 @@ def busy(tiny: dict[str, Any], strategy: str, **fl: Any) -> dict[str, Any]:
     isolated(tiny)
     tiny["traffic"] = {
         "sources": [
-            {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.5},
+            # 88% of the uplink's RB-seconds under the standard LTE mapping (0.5 files/s
+            # overloads it, and the run is refused)
+            {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 0.3},
             {
                 "kind": "ftp1",
                 "direction": "downlink",
-                "arrival_rate_hz": 3.0,
+                "arrival_rate_hz": 2.0,  # 89% of the downlink (3 files/s: 134%, refused)
                 "file_size_bits": 8e6,
             },
         ]

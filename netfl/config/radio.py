@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from channel_models import nr
+from channel_models import lte, nr
 from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
@@ -223,8 +223,78 @@ class LteCqiConfig(StrictModel):
     )
 
 
+class LteTbsConfig(StrictModel):
+    """The standard LTE link abstraction: MCS at a BLER target, TS 36.213 transport blocks.
+
+    ``channel_models/lte.py``, docs/radio.md ("LTE link abstraction"): the MCS that meets a
+    BLER target, TS 36.213 transport-block sizes, the physical-layer overheads of each
+    direction, HARQ, header overhead and the latency of an upload's first uplink grant.
+    Cross-checked against ns-3 LENA (``benchmarks/ns3_crosscheck``).
+    """
+
+    kind: Literal["lte_tbs"] = Field(default="lte_tbs", description="Rate mapping.")
+    target_bler: float = Field(
+        default=0.1,
+        gt=0.0,
+        lt=1.0,
+        description="Transport-block error rate link adaptation aims at (TS 36.213 Sec."
+        " 7.2.3: the CQI is the highest decoded at a BLER of at most 0.1).",
+    )
+    implementation_loss_db: tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat] = Field(
+        default=lte.VIENNA_LOSS_DB,
+        description="dB a code block needs above the finite-blocklength normal"
+        " approximation at the target, for QPSK, 16QAM, 64QAM (default: fitted to the"
+        " Vienna LTE link-level AWGN curves as tabulated by ns-3 LENA, docs/radio.md).",
+    )
+    dl_control_symbols: int = Field(
+        default=2,
+        ge=1,
+        le=3,
+        description="OFDM symbols of the downlink control region per subframe (CFI, TS"
+        " 36.211 Sec. 6.7). Code rates follow from the REs left, whatever the TBS table's own"
+        " design assumed (about 120 data REs per PRB, 3 control symbols, for R1-081483's"
+        " efficiencies).",
+    )
+    dl_crs_ports: Literal[1, 2, 4] = Field(
+        default=2,
+        description="Cell-specific reference-signal antenna ports (TS 36.211 Sec. 6.10.1).",
+    )
+    ul_srs_period_ms: int = Field(
+        default=10,
+        ge=0,
+        description="One subframe in this many carries the SRS in its last symbol (TS 36.211"
+        " Sec. 5.5.3; 0: no SRS).",
+    )
+    ul_pucch_rb_fraction: float = Field(
+        default=0.08,
+        ge=0.0,
+        lt=1.0,
+        description="Share of the uplink RBs kept for the PUCCH at the band edges (TS 36.211"
+        " Sec. 5.4.3 places it there; its size is the operator's RRC configuration): 0.08,"
+        " 2 RBs at each edge of a 10 MHz carrier, is an assumed typical configuration.",
+    )
+    packet_payload_bytes: PositiveInt = Field(
+        default=lte.PAYLOAD_BYTES,
+        description="Payload per IP packet, bytes (1460: TCP over a 1500-byte MTU).",
+    )
+    packet_header_bytes: int = Field(
+        default=lte.HEADER_BYTES,
+        ge=0,
+        description="Header bytes per IP packet: IPv4 20 + TCP 20 + PDCP 2 (TS 36.323) + RLC"
+        " 2 (TS 36.322) + MAC subheader about 2 (TS 36.321: 3 with the 15-bit length, 1 for a"
+        " PDU's last).",
+    )
+    ul_first_grant_latency_s: NonNegativeFloat = Field(
+        default=lte.FIRST_GRANT_LATENCY_S,
+        description="Wait before an upload's first data: half the 1 ms scheduling-request"
+        " period (TS 36.213 Table 10.1.5-1), 4 ms for the eNB to grant and 4 ms from grant"
+        " to PUSCH (TS 36.213 Sec. 8.0).",
+    )
+
+
 RateMappingConfig = Annotated[
-    ShannonConfig | ShannonWithLossConfig | LteCqiConfig, Field(discriminator="kind")
+    ShannonConfig | ShannonWithLossConfig | LteCqiConfig | LteTbsConfig,
+    Field(discriminator="kind"),
 ]
 
 
@@ -253,7 +323,9 @@ class LteRadioConfig(StrictModel):
         ),
     )
     rate_mapping: RateMappingConfig = Field(
-        default_factory=ShannonWithLossConfig, description="SINR -> rate mapping."
+        default_factory=LteTbsConfig,
+        description="SINR -> rate mapping (default: the standard LTE link abstraction;"
+        " scenarios reproducing a paper pin the paper's).",
     )
     bs_antenna_gain_dbi: Decibels = Field(default=0.0, description="BS antenna gain, dBi.")
     ue_antenna_gain_dbi: Decibels = Field(default=0.0, description="Device antenna gain, dBi.")
@@ -342,9 +414,14 @@ class NrCqiConfig(StrictModel):
         default=nr.NrCqi.block_symbols,
         description="Channel uses per code block in the BLER -> SINR threshold derivation.",
     )
-    implementation_loss_db: NonNegativeFloat = Field(
-        default=nr.NrCqi.implementation_loss_db,
-        description="dB added to the derived SINR thresholds (decoder loss from the bound).",
+    implementation_loss_db: (
+        NonNegativeFloat
+        | tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]
+    ) = Field(
+        default=nr.SIONNA_LOSS_DB,
+        description="dB added to the derived SINR thresholds (the decoder's distance from"
+        " the bound): one value, or one per QPSK, 16QAM, 64QAM, 256QAM (default: fitted to"
+        " Sionna SYS's link-level PUSCH/PDSCH BLER tables, docs/radio.md).",
     )
     sinr_thresholds_db: list[float] | None = Field(
         default=None,

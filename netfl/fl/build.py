@@ -135,8 +135,13 @@ def fastest_round_s(
     fading, a group link's bandwidth above its mean or its exchange noise can be faster.
     """
     fl = scenario.fl
-    download = 0.0 if fl.distribution_mode == "instant" else model_size_bits / network.rate_dl_bps
-    upload = model_size_bits / np.asarray(network.rate_ul_bps, dtype=float)
+    with np.errstate(divide="ignore"):  # a nominal rate of 0 (below MCS 0): never
+        download = (
+            0.0
+            if fl.distribution_mode == "instant"
+            else model_size_bits / np.asarray(network.rate_dl_bps, dtype=float)
+        )
+        upload = model_size_bits / np.asarray(network.rate_ul_bps, dtype=float)
     update = devices.fastest_update_s()
     if fl.partial_work and scenario.learning is not None:  # one local step is enough
         first_step = np.minimum(scenario.learning.batch_size, devices.n_samples)

@@ -170,6 +170,8 @@ class Server:
             return factor * measured
         current = getattr(self.network, "round_rate_ul_bps", None)
         rate = current(np.array([client]))[0] if current else self.network.rate_ul_bps[client]
+        if rate <= 0:  # nominally below the lowest MCS: it cannot count on an upload
+            return math.inf
         return factor * self.model_size_bits / float(rate)
 
     def _steps_known(self, client: int, steps: int) -> None:
@@ -285,8 +287,9 @@ class Server:
             current = getattr(self.network, f"round_rate_{way}_bps", None)
             nominal = getattr(self.network, f"rate_{way}_bps")
             rates[way] = current(clients) if current is not None else nominal[clients]
-        download = 0.0 if self.config.distribution_mode == "instant" else bits / rates["dl"]
-        return download + self.devices.expected_update_s(clients) + bits / rates["ul"]
+        with np.errstate(divide="ignore"):  # a nominal rate of 0: an infinite time
+            download = 0.0 if self.config.distribution_mode == "instant" else bits / rates["dl"]
+            return download + self.devices.expected_update_s(clients) + bits / rates["ul"]
 
     def _context(
         self,

@@ -18,6 +18,10 @@ background traffic -- is shared. Per direction an :class:`AirInterface` gives:
   the transfer's time alone at the share-scaled rate and ``s`` the share: alone it then
   takes ``max(W + T s, T)`` -- the wait plus its on-air time when short, the fluid time
   when long. One timeout per transfer: the cost stays per flow event, never per slot.
+- ``first_grant_s``: an upload's wait for its first uplink grant (scheduling request,
+  grant, PUSCH timing), once per upload before its first bit
+  (:meth:`netfl.radio.cellular.CellularNetwork._upload`). LTE with the standard link
+  abstraction (``rate_mapping: lte_tbs``): ``ul_first_grant_latency_s``; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from channel_models import nr
-from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig, NrRadioConfig
+from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig, LteTbsConfig, NrRadioConfig
 
 DIRECTIONS = ("uplink", "downlink")
 _SHORT = {"uplink": "ul", "downlink": "dl"}
@@ -41,6 +45,7 @@ class AirInterface:
     expected_wait_s: dict[str, float] = field(
         default_factory=lambda: dict.fromkeys(DIRECTIONS, 0.0)
     )
+    first_grant_s: float = 0.0
 
     def rate_factor(self, direction: str) -> float:
         return self.time_share[direction] * (1.0 - self.overhead[direction])
@@ -54,8 +59,11 @@ class AirInterface:
 
 
 def air_interface(config: LteRadioConfig) -> AirInterface:
-    """LTE: 180 kHz RBs, no overhead, no TDD; NR: from numerology, duplex and overheads."""
+    """LTE: 180 kHz RBs, no overhead, no TDD (the standard link abstraction's overheads are
+    in its rate mapping), its first-grant latency; NR: numerology, duplex and overheads."""
     if not isinstance(config, NrRadioConfig):
+        if isinstance(config.rate_mapping, LteTbsConfig):
+            return AirInterface(first_grant_s=config.rate_mapping.ul_first_grant_latency_s)
         return AirInterface()
     mu = config.numerology
     fr = nr.frequency_range(config.carrier_frequency_hz)

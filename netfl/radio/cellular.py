@@ -214,6 +214,9 @@ class CellularNetwork:
         """:meth:`upload` as steps of the caller's own process (``yield from``): no
         process of its own, two SimPy events fewer a transfer. Interrupting the caller
         cancels the transfer (the leg in progress releases its share) and reaches it."""
+        grant_s = self.system.air.first_grant_s  # SR -> grant -> PUSCH, once per upload
+        if grant_s > 0:
+            yield self.env.timeout(grant_s)
         start, cell = yield from self._leg(UL, client, bits)
         for link in self.backhaul[int(self.cell_site[cell])]:
             yield from link.carry(bits)

@@ -2,9 +2,9 @@
 
 Called from :func:`netfl.validation.scenario_problems`. Each problem names the key to fix:
 a path-loss model outside its validity (frequency, distances, the LOS breakpoint with a
-1 m UE), and background load at or above a direction's capacity (an error without a
+1 m UE), background load at or above a direction's capacity (an error without a
 deadline or time budget, since uploads may then never finish; a :class:`RadioWarning`
-otherwise).
+otherwise), and block fading under a rate mapping with a floor without a deadline.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from channel_models.protocol import ChannelModel
 from channel_models.tr38901 import ThreeGppModel
 from netfl.config import Scenario
 from netfl.config.cell import CellConfig
-from netfl.config.radio import LteRadioConfig
+from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem, RadioWarning, ScenarioError
 from netfl.radio.layout import layout_from_config
+from netfl.radio.link import rate_mapping
 
 _KEYS = {
     "frequency": "radio.carrier_frequency_hz",
@@ -82,7 +83,7 @@ def radio_problems(scenario: Scenario) -> list[Problem]:
     if not problems and moving:
         problems += _mobility_problems(scenario, channel, moving)
     if not problems:
-        problems += _load_problems(scenario)
+        problems += _load_problems(scenario) + _block_fading_problems(scenario)
     return problems
 
 
@@ -199,6 +200,31 @@ def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
         total, keys = load[source.direction]
         load[source.direction] = (total + share, [*keys, key])
     return load
+
+
+def _block_fading_problems(scenario: Scenario) -> list[Problem]:
+    """Under ``rayleigh_block`` one fade holds for a whole transfer: a mapping with a lowest
+    MCS or CQI (``lte_tbs``, ``lte_cqi``, ``nr_cqi``) gives a deep fade the rate 0, and a
+    round without a deadline or a time budget then never ends (issue 26)."""
+    config, fl = scenario.radio, scenario.fl
+    assert isinstance(config, LteRadioConfig)
+    if config.fast_fading != "rayleigh_block" or {fl.deadline_s, fl.time_budget_s} != {None}:
+        return []
+    floor = any(
+        float(rate_mapping(config, d).rate_bps(np.array([1e-6]), RB_BANDWIDTH_HZ)[0]) <= 0
+        for d in ("ul", "dl")
+    )
+    if not floor:
+        return []
+    return [
+        Problem(
+            "radio.fast_fading",
+            "rayleigh_block can fade a transfer below the rate mapping's lowest MCS (rate 0)"
+            " for its whole duration, and then the round never ends: set fl.deadline_s or"
+            " fl.time_budget_s, use fast_fading: rayleigh, or a mapping without a floor"
+            " (shannon_with_loss)",
+        )
+    ]
 
 
 def _load_problems(scenario: Scenario) -> list[Problem]:

@@ -29,12 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from channel_models.lte import LteTbs
 from channel_models.nr import NrCqi
 from channel_models.rate import LteCqi, RateMapping, Shannon, ShannonWithLoss, db_to_linear
 from netfl.config.radio import RB_BANDWIDTH_HZ, FastFading, LteRadioConfig
 
 THERMAL_NOISE_DBM_HZ = -174.0
 _QUANTILES = (np.arange(256) + 0.5) / 256
+#: The largest LTE carrier's PRBs (20 MHz; TS 36.213 Table 7.1.7.2.1-1 ends at 110).
+MAX_LTE_PRB = 110
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,28 @@ def diversity_gain(mapping: RateMapping, sinr: float) -> Callable[[int], float]:
     return gain
 
 
-def rate_mapping(config: LteRadioConfig) -> RateMapping:
-    """The SINR -> spectral efficiency mapping of ``radio.rate_mapping``."""
+def rate_mapping(config: LteRadioConfig, direction: str) -> RateMapping:
+    """The SINR -> rate mapping of ``radio.rate_mapping`` for one direction (``"ul"`` or
+    ``"dl"``). Only ``lte_tbs`` differs between them (:mod:`channel_models.lte`): the MCS
+    tables and overheads of each direction, the RBs its transport blocks span (the flow's RB
+    cap) and, uplink, the RBs the device's power is spread over (below MCS 0 it concentrates
+    it on fewer)."""
     m = config.rate_mapping
+    if m.kind == "lte_tbs":
+        link = config.uplink if direction == "ul" else config.downlink
+        return LteTbs(
+            "uplink" if direction == "ul" else "downlink",
+            min(link.flow_rb_cap, MAX_LTE_PRB),
+            m.target_bler,
+            m.implementation_loss_db,
+            m.dl_control_symbols,
+            m.dl_crs_ports,
+            m.ul_srs_period_ms,
+            m.ul_pucch_rb_fraction,
+            m.packet_payload_bytes,
+            m.packet_header_bytes,
+            link.power_rbs if direction == "ul" else 1,
+        )
     if m.kind == "shannon_with_loss":
         return ShannonWithLoss(m.loss_db, m.max_spectral_efficiency)
     if m.kind == "lte_cqi":

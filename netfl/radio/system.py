@@ -63,7 +63,7 @@ class RadioSystem:
             config.shadowing,
         )
         self.air: AirInterface = air_interface(config)
-        self.mapping = rate_mapping(config)
+        self.mappings = {d: rate_mapping(config, d) for d in (UL, DL)}
         up, down = config.uplink, config.downlink
         self.link_config = {UL: up, DL: down}
         self.n_rb = {UL: up.rb_count, DL: down.rb_count}
@@ -129,7 +129,10 @@ class RadioSystem:
         """Scheduler rate of one RB at each SINR: the mapping (averaged over Rayleigh fading
         under ``fast_fading: rayleigh``), the air interface's time share and overhead."""
         rate = rate_per_rb_bps(
-            self.mapping, sinr_db_values, self.config.fast_fading, self.air.rb_bandwidth_hz
+            self.mappings[direction],
+            sinr_db_values,
+            self.config.fast_fading,
+            self.air.rb_bandwidth_hz,
         )
         factor = self.air.rate_factor(_LONG[direction])
         return rate if factor == 1.0 else rate * factor
@@ -137,7 +140,7 @@ class RadioSystem:
     def faded_rate_per_rb(self, direction: str, sinr_db_value: float, fade: float) -> float:
         """One block-faded transfer's rate per RB (``fast_fading: rayleigh_block``)."""
         sinr = db_to_linear(sinr_db_value) * fade
-        rate = float(self.mapping.rate_bps(sinr, self.air.rb_bandwidth_hz))
+        rate = float(self.mappings[direction].rate_bps(sinr, self.air.rb_bandwidth_hz))
         return rate * self.air.rate_factor(_LONG[direction])
 
     def diversity(self, direction: str, sinr_db_value: float) -> Any:
@@ -145,7 +148,7 @@ class RadioSystem:
         the direction's policy and fading give none)."""
         if not self._pf_rayleigh[direction]:
             return None
-        return diversity_gain(self.mapping, float(db_to_linear(sinr_db_value)))
+        return diversity_gain(self.mappings[direction], float(db_to_linear(sinr_db_value)))
 
 
 _LONG = {UL: "uplink", DL: "downlink"}

@@ -124,7 +124,7 @@ class RadioUpdate:
         sinr = system.sinr_db(direction, table.signal_db[slots], np.maximum(interference, 0.0))
         if system.config.fast_fading == "rayleigh_block":
             faded = db_to_linear(sinr) * table.fade[slots]
-            rate = system.mapping.rate_bps(faded, system.air.rb_bandwidth_hz)
+            rate = system.mappings[direction].rate_bps(faded, system.air.rb_bandwidth_hz)
             rate = rate * system.air.rate_factor(_LONG[direction])
         else:
             rate = system.rate_per_rb(direction, sinr)
