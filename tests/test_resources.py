@@ -186,6 +186,10 @@ def test_layout_constants_track_the_build(sites: int, sectors: int) -> None:
             f"cell.sectors={sectors}",
             "cell.inter_site_distance_m=200",
             "traffic.sources=[]",
+            # The mapping the constants were fitted with (lte_tbs, the default since issue
+            # 26, leaves a few devices of these layouts without coverage; the layout's
+            # memory does not depend on it).
+            "radio.rate_mapping={kind: shannon_with_loss}",
         ],
     )
     tracemalloc.start()
