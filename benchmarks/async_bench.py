@@ -1,29 +1,65 @@
-"""Asynchronous against synchronous FL for the same number of client updates (issue 15).
+"""Asynchronous against synchronous FL for the same number of client updates (issues 15, 27).
 
-Timing-only LTE (``learning: none``, the default M.2135 UMi NLOS cell, equal sharing),
+Timing-only LTE (``learning: none``, an isolated M.2135 UMi NLOS cell,
+``benchmarks/cells.py``, equal sharing),
 ``--devices`` devices (10,000), ``--concurrency`` clients training at once (100) and
 ``--updates`` client updates (100,000): synchronous FedAvg with ``concurrency`` clients per
 round for ``updates / concurrency`` rounds; FedBuff with ``buffer_size`` 10 for
-``updates / 10`` versions; FedAsync for ``updates`` versions. Wall time of the whole build
-+ ``env.run`` (what ``netfl simulate`` adds, writing the tables, is left out), median of
-``--repeat``, and the ratio to the synchronous run measured in the same process.
+``updates / 10`` versions; FedAsync for ``updates`` versions. CPU seconds of the whole
+build + ``env.run`` (what ``netfl simulate`` adds, writing the tables, is left out), each
+run in a fresh process (:mod:`benchmarks.side_by_side`), median of ``--repeat``, and the
+ratio to the synchronous run of the same tree.
 
-Run: ``python -m benchmarks.async_bench [--devices 10000] [--updates 100000] [--repeat 3]``.
+``--vs TREE`` runs a second checkout (the previous commit: ``git worktree add /tmp/base
+HEAD~1``) interleaved with this one, prints the ratio of the two, and checks that both
+recorded the same timeline and rounds, byte for byte.
+
+Run: ``python -m benchmarks.async_bench [--devices 10000] [--updates 100000] [--repeat 3]
+[--vs TREE]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from netfl.scenario import scenario_from_data
-from netfl.world import build_world
+from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
+from benchmarks.side_by_side import HERE, compare
+from netfl.selection.base import SelectionContext, Strategy
 
 
-def scenario(devices: int, concurrency: int, updates: int, protocol: str) -> dict[str, Any]:
-    fl: dict[str, Any] = {"protocol": protocol, "model_size_bits": 8e6}
+class FirstCandidates(Strategy):
+    """Selects the first candidates (``--strategy first``): the engine's cost without a
+    strategy's own (random selection's draw costs about as much as the rest of an
+    asynchronous server's per-update work; docs/benchmarks.md)."""
+
+    supports_async = True
+
+    def select(self, ctx: SelectionContext) -> Sequence[int]:
+        return ctx.candidates[: ctx.budget].tolist()
+
+
+STRATEGIES = {
+    "random": {"name": "random"},
+    "first": {"name": "benchmarks.async_bench:FirstCandidates"},
+}
+
+
+def scenario(
+    devices: int,
+    concurrency: int,
+    updates: int,
+    protocol: str,
+    request_fraction: float = 1.0,
+    strategy: str = "random",
+) -> dict[str, Any]:
+    fl: dict[str, Any] = {
+        "protocol": protocol,
+        "model_size_bits": 8e6,
+        "request_fraction": request_fraction,
+    }
     if protocol == "fedavg":
         fl.update(clients_per_round=concurrency, rounds=updates // concurrency)
     elif protocol == "fedbuff":
@@ -33,7 +69,8 @@ def scenario(devices: int, concurrency: int, updates: int, protocol: str) -> dic
     return {
         "name": f"async-bench-{protocol}",
         "seed": 1,
-        "cell": {"radius_m": 500},
+        "cell": {**ISOLATED_CELL, "radius_m": 500},
+        "radio": ISOLATED_RADIO,
         "devices": {
             "groups": [
                 {
@@ -45,17 +82,9 @@ def scenario(devices: int, concurrency: int, updates: int, protocol: str) -> dic
             ]
         },
         "fl": fl,
-        "selection": {"name": "random"},
+        "selection": STRATEGIES[strategy],
         "learning": "none",
     }
-
-
-def run(data: dict[str, Any]) -> tuple[float, int]:
-    start = time.perf_counter()
-    world = build_world(scenario_from_data(data))
-    world.env.run(until=world.env.process(world.server.run()))
-    updates = sum(len(r.completed) for r in world.server.records)
-    return time.perf_counter() - start, updates
 
 
 def main() -> None:
@@ -63,21 +92,45 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--updates", type=int, default=100_000)
+    parser.add_argument("--request-fraction", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--protocols", nargs="+", default=["fedavg", "fedbuff", "fedasync"])
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="random")
+    parser.add_argument("--vs", type=Path, help="a second checkout, run side by side")
     args = parser.parse_args()
-    times: dict[str, float] = {}
+    trees = [HERE] + ([args.vs.resolve()] if args.vs else [])
+    print(
+        "| protocol | tree | updates | SimPy events / update | CPU s (median) | us / update |"
+        " x fedavg | x previous | same tables |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    fedavg: dict[Path, float] = {}
     for protocol in args.protocols:
-        data = scenario(args.devices, args.concurrency, args.updates, protocol)
-        runs = [run(data) for _ in range(args.repeat)]
-        times[protocol] = statistics.median(t for t, _ in runs)
-        per_update_us = 1e6 * times[protocol] / runs[0][1]
-        ratio = times[protocol] / times["fedavg"] if "fedavg" in times else float("nan")
-        print(
-            f"{protocol:9s} {runs[0][1]:7d} updates  {times[protocol]:7.2f} s"
-            f"  ({per_update_us:5.0f} us/update)  x{ratio:.2f} of fedavg",
-            flush=True,
+        data = scenario(
+            args.devices,
+            args.concurrency,
+            args.updates,
+            protocol,
+            args.request_fraction,
+            args.strategy,
         )
+        results = compare(trees, data, args.repeat)
+        for tree in trees:
+            result = results[tree]
+            per_update = result["cpu_s"] / max(result["updates"], 1)
+            if protocol == "fedavg":
+                fedavg[tree] = per_update
+            to_fedavg = per_update / fedavg[tree] if tree in fedavg else float("nan")
+            previous = results[trees[-1]]["cpu_s"]
+            same = results[trees[-1]]["digests"] == result["digests"]
+            label = "this" if tree == HERE else str(tree)
+            print(
+                f"| {protocol} | {label} | {result['updates']:,} |"
+                f" {result['events'] / max(result['updates'], 1):.1f} | {result['cpu_s']:.2f} |"
+                f" {1e6 * per_update:.0f} | {to_fedavg:.2f} | {result['cpu_s'] / previous:.2f} |"
+                f" {'yes' if same else 'NO'} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import signal
@@ -19,6 +20,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfl._version import __version__
@@ -28,7 +30,9 @@ from netfl.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
+    DiskFullError,
     NetflError,
+    RadioWarning,
     ScenarioError,
     ScenarioWarning,
     Terminated,
@@ -59,7 +63,10 @@ def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The command line's parser (built once a process: building it costs milliseconds,
+    which ``main`` called in a loop, as the fuzz tests do, paid every call)."""
     parser = argparse.ArgumentParser(
         prog="netfl",
         description="Simulate federated learning over a mobile network (SimPy + PyTorch).",
@@ -218,11 +225,15 @@ def _wall_text(summary: dict[str, Any]) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from netfl.resources import disk_problems
     from netfl.scenario import dump_scenario, load_scenario, resolve_source
 
     source, _ = resolve_source(args.scenario)
     try:
         scenario = load_scenario(args.scenario, args.overrides, check_data=True)
+        problems = disk_problems(scenario, Path(scenario.output.root))
+        if problems:
+            raise ScenarioError(problems, source)
     except ScenarioError as exc:
         for line in exc.lines():
             print(f"error: {line}", file=sys.stderr)
@@ -230,9 +241,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.planning import describe
 
     if args.print_resolved:
-        from netfl.resources import estimate_memory
+        from netfl.resources import estimate_disk, estimate_memory
 
         print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
+        print(f"# Estimated run directory: {estimate_disk(scenario).describe()}")
         for line in describe(scenario):
             print(f"# {line}")
         print(dump_scenario(scenario), end="")
@@ -288,19 +300,31 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _show_scenario_warnings() -> None:
-    """Print scenario warnings as one line, ``warning: key: message``."""
+    """Print every warning as one line: ``warning: key: message`` for netfl's own (they
+    name their key), ``warning: Category: message`` for a library's, never the source
+    line Python shows by default (``--debug`` keeps that)."""
     default = warnings.showwarning
     if getattr(default, "netfl", False):
         return
 
     def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, ScenarioWarning):
-            print(f"warning: {message}", file=sys.stderr)
-        else:
+        if _debug:
             default(message, category, *args, **kwargs)
+            return
+        text = " ".join(str(message).split())
+        if issubclass(category, ScenarioWarning | RadioWarning) or _own(args):
+            print(f"warning: {text}", file=sys.stderr)
+        else:
+            print(f"warning: {category.__name__}: {text}", file=sys.stderr)
 
     show.netfl = True  # type: ignore[attr-defined]
     warnings.showwarning = show
+
+
+def _own(args: tuple[Any, ...]) -> bool:
+    """Whether a warning was raised from netfl's code (its ``filename`` argument)."""
+    filename = str(args[0]) if args else ""
+    return Path(filename).resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 @contextlib.contextmanager
@@ -324,6 +348,7 @@ def _sigterm_raises() -> Iterator[None]:
 #: Commands after which :func:`entry` leaves the process at once (see there).
 _FAST_EXIT = frozenset({"simulate"})
 _command: str | None = None
+_debug = False
 
 
 def entry() -> None:
@@ -344,9 +369,10 @@ def entry() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    global _command
+    global _command, _debug
     args = _parser().parse_args(argv)
     _command = args.command
+    _debug = bool(getattr(args, "debug", False))
     _show_scenario_warnings()
     commands = {"simulate": _cmd_simulate, "validate": _cmd_validate, "list": _cmd_list}
     try:
@@ -363,6 +389,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DiskFullError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except Terminated:
         print("terminated: the run directory holds what was recorded so far", file=sys.stderr)
         return EXIT_TERMINATED

@@ -115,6 +115,11 @@ class RunDirectoryError(NetflError):
     """The output directory cannot be used (exists and is not empty, not a run, ...)."""
 
 
+class DiskFullError(Exception):
+    """The run directory's disk filled up during a run: the run stopped, its
+    ``summary.json`` says so (status ``failed``), the CLI prints one line and exits 1."""
+
+
 class RunReadError(NetflError):
     """A run (or sweep) directory cannot be read: not a netfl run, or a corrupted file."""
 

@@ -45,7 +45,9 @@ class Registry:
         return dict(sorted(found.items()))
 
     def __contains__(self, name: str) -> bool:
-        return (":" in name and plugins_allowed()) or name in self.entries()
+        # The static table first: scanning the installed packages' entry points costs
+        # about 20 ms, and a registered name never needs it (it wins over a plug-in).
+        return name in self._table or (":" in name and plugins_allowed()) or name in self.entries()
 
     def unknown_message(self, name: str) -> str:
         if ":" in name and not plugins_allowed():
@@ -64,6 +66,8 @@ class Registry:
         """Return the registered object (class or function) for ``name``."""
         if ":" in name and plugins_allowed():
             return load_target(name)
+        if name in self._table:
+            return load_target(self._table[name].target)
         entries = self.entries()
         if name not in entries:
             raise KeyError(self.unknown_message(name))

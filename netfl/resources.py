@@ -19,21 +19,64 @@ shows the estimate. The three terms that grow with a scenario:
 
 Plus :data:`BASE_BYTES` for Python and the libraries. The constants are measured (see each);
 the estimate is meant to be right within a factor of two, which is what refusing a run that
-cannot fit needs.
+cannot fit needs. The population term counts the radio layout's arrays
+(:func:`layout_bytes_per_device`: every device's gain to every cell), and a synthetic
+dataset's samples are counted.
+
+The run directory is estimated beside the memory (:func:`estimate_disk`): the whole run's
+timeline rows (the parts and the final Parquet file are both on disk at the end), one row
+of ``rounds.parquet`` a round and one of ``clients.parquet`` a device; ``netfl validate``
+and ``simulate`` refuse a run whose directory the output disk cannot hold.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from netfl.config import Scenario
+from netfl.config.cell import CellConfig
+from netfl.config.learning import SyntheticParams
 from netfl.errors import Problem
 
 BYTES_PER_DEVICE = 450
-"""Resident bytes per device after the world is built (single LTE cell, timing only):
-434 B measured with tracemalloc at 400,000 devices, 520 B at 100,000."""
+"""Resident bytes per device after the world is built, besides its gains to the cells
+(:data:`LAYOUT_BYTES_PER_DEVICE_CELL`): 434 B measured with tracemalloc at 400,000 devices
+and 520 B at 100,000 on the single LTE cell; 460 B on the one engine's layouts."""
+
+LAYOUT_BYTES_PER_DEVICE_CELL = 8
+"""Resident bytes per device and cell once the radio is built: the coupling gain of every
+(device, cell) link (float64, :class:`netfl.radio.propagation.LinkGains`). Measured with
+tracemalloc on the one engine (issue 27): the build's resident memory grows by 460 + 8 x
+cells bytes a device on 1 x 1, 1 x 3, 7 x 1, 7 x 3, 19 x 1 and 19 x 3 layouts (40,000 to
+80,000 devices), nothing per site."""
+
+LAYOUT_TEMPORARY_BYTES_PER_DEVICE_CELL = 68
+"""Peak temporaries of the propagation draw per device of a block and cell: the links are
+drawn :data:`netfl.radio.propagation.BLOCK_DEVICES` devices at a time, each block's
+devices x sites and devices x cells arrays (distances, angles, antenna gains, losses)
+alive at once: 3.4 kB a device on 19 x 3 cells, 0.8 kB on 19 x 1 (8.5 float64 a cell
+covers both)."""
+
+PROPAGATION_BLOCK_DEVICES = 16384
+"""Devices per propagation block (:data:`netfl.radio.propagation.BLOCK_DEVICES`; repeated
+so that ``netfl validate`` does not import the radio; a test keeps the two equal)."""
+
+DISK_BYTES_PER_TIMELINE_ROW = 18
+"""Bytes on disk per timeline row at the run's end, when the streamed parts (Arrow IPC,
+LZ4: 8.9 B a row) and ``timeline.parquet`` (zstd: 8.6 B a row) are both there: measured on
+271,201 rows of client events (quickstart's cell, 10,000 devices, 100 a round; issue 27).
+Rows of asked devices (sequential ids, one time) compress to about 1 B."""
+
+DISK_BYTES_PER_ROUND_ROW = 110
+"""``rounds.parquet``: about 110 B a round (5 clients a round, measured; the lists of
+selected and completed ids add 8 B a client, counted apart)."""
+
+DISK_BYTES_PER_CLIENT_ROW = 112
+"""``clients.parquet``: 112 B a device (10,000 devices, measured)."""
 
 BYTES_PER_TIMELINE_ROW = 150
 """Peak resident bytes per timeline row including the copies made when writing: issue 16's
@@ -93,8 +136,34 @@ def format_bytes(n_bytes: float) -> str:
     return f"{n_bytes:,.0f} B"
 
 
-def estimate_memory(scenario: Scenario) -> MemoryEstimate:
-    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn)."""
+def layout_bytes_per_device(cell: CellConfig, n_devices: int) -> float:
+    """Peak bytes per device of the radio layout as the engine builds it today: every
+    device's coupling gain to every cell kept (devices x cells float64), the propagation
+    draw's temporaries for one block of devices, and the population's own arrays
+    (:data:`BYTES_PER_DEVICE`, which the 1 x 1 layout's 460 B include). A layout of one
+    omni site is the single cell."""
+    cells = cell.sites * cell.sectors
+    block = min(n_devices, PROPAGATION_BLOCK_DEVICES)
+    kept = BYTES_PER_DEVICE + LAYOUT_BYTES_PER_DEVICE_CELL * cells
+    temporaries = LAYOUT_TEMPORARY_BYTES_PER_DEVICE_CELL * cells * block
+    return kept + temporaries / max(n_devices, 1)
+
+
+def synthetic_dataset_bytes(scenario: Scenario) -> int:
+    """The synthetic dataset's samples (FedProx's Synthetic: float64 features, a label):
+    each device's expected size exp(mu + sigma^2 / 2) + offset (a lognormal's mean)."""
+    learning = scenario.learning
+    if learning is None or learning.dataset != "synthetic":
+        return 0
+    params = SyntheticParams.model_validate(learning.dataset_params)
+    mean_size = math.exp(params.size_log_mean + params.size_log_sigma**2 / 2) + params.size_offset
+    samples = scenario.devices.n_clients * mean_size
+    return math.ceil(min(samples * (params.n_features + 1) * 8, 2.0**80))
+
+
+def _rows_per_round(scenario: Scenario) -> tuple[int, int]:
+    """(timeline rows a round, clients selected a round): a round of the synchronous
+    protocols, a version of the asynchronous ones, a cloud round of the hierarchical."""
     n_devices = scenario.devices.n_clients
     fl = scenario.fl
     selected = min(math.ceil(fl.clients_per_round * (1 + fl.over_selection)), n_devices)
@@ -102,7 +171,12 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     rows_per_round = (
         ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected + ROWS_PER_ROUND
     )
-    rounds = fl.rounds if fl.rounds is not None else 1
+    if fl.protocol == "hierarchical":
+        # kappa2 edge rounds, each a request and every edge's selection (an edge a cell).
+        edges = scenario.cell.sites * scenario.cell.sectors
+        selected = min(fl.clients_per_round * edges, n_devices)
+        edge_round = ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected
+        rows_per_round = fl.kappa2 * (edge_round + ROWS_PER_ROUND) + ROWS_PER_ROUND
     if fl.is_async:
         # A round is a version of buffer_in_force updates; the request goes out once per
         # concurrency client starts (netfl.fl.asynchronous), the selected clients' rows
@@ -112,6 +186,15 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         rows_per_round = math.ceil(
             ROWS_PER_SELECTED_CLIENT * fl.buffer_in_force + ROWS_PER_ROUND + requests
         )
+    return rows_per_round, selected
+
+
+def estimate_memory(scenario: Scenario) -> MemoryEstimate:
+    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn)."""
+    n_devices = scenario.devices.n_clients
+    fl = scenario.fl
+    rows_per_round, selected = _rows_per_round(scenario)
+    rounds = fl.rounds if fl.rounds is not None else 1
     model_bytes = 0
     if scenario.learning is not None and fl.model_size_bits is not None:
         model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)
@@ -119,8 +202,9 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     # Rows are written out at a round's end once TIMELINE_PART_ROWS are held (the last
     # round's rows, and the final evaluation's, stay until the end).
     held = min(rows, TIMELINE_PART_ROWS - 1 + rows_per_round + ROWS_PER_RUN)
+    layout = math.ceil(n_devices * layout_bytes_per_device(scenario.cell, n_devices))
     return MemoryEstimate(
-        population_bytes=n_devices * BYTES_PER_DEVICE,
+        population_bytes=layout + synthetic_dataset_bytes(scenario),
         timeline_bytes=held * BYTES_PER_TIMELINE_ROW,
         model_bytes=model_bytes,
         timeline_rows=rows,
@@ -146,6 +230,9 @@ def _largest_term_key(scenario: Scenario, estimate: MemoryEstimate, physical: in
     largest term), else the term that grows most."""
     largest = max(estimate.timeline_bytes, estimate.model_bytes)
     if estimate.population_bytes > physical or estimate.population_bytes >= largest:
+        data = synthetic_dataset_bytes(scenario)
+        if data > estimate.population_bytes - data:
+            return "learning.dataset_params"
         counts = [group.count for group in scenario.devices.groups]
         return f"devices.groups.{counts.index(max(counts))}.count"
     if estimate.timeline_bytes >= estimate.model_bytes:
@@ -182,3 +269,70 @@ def memory_problems(
             f" {format_bytes(available)} of memory available now"
         ]
     return [], []
+
+
+@dataclass(frozen=True)
+class DiskEstimate:
+    """Estimated size of a run directory at its end, by table."""
+
+    timeline_bytes: int
+    rounds_bytes: int
+    clients_bytes: int
+    timeline_rows: int
+    rounds_known: bool
+    """False when ``fl.rounds`` is not set (a time budget): one round is counted."""
+
+    @property
+    def total_bytes(self) -> int:
+        return self.timeline_bytes + self.rounds_bytes + self.clients_bytes
+
+    def describe(self) -> str:
+        per = "" if self.rounds_known else " for the first round (fl.rounds not set)"
+        return (
+            f"about {format_bytes(self.total_bytes)}{per} (timeline {self.timeline_rows:,}"
+            f" rows {format_bytes(self.timeline_bytes)}, rounds"
+            f" {format_bytes(self.rounds_bytes)}, clients {format_bytes(self.clients_bytes)})"
+        )
+
+
+def estimate_disk(scenario: Scenario) -> DiskEstimate:
+    """The :class:`DiskEstimate` of ``scenario``'s run directory (nothing is built)."""
+    fl = scenario.fl
+    rows_per_round, selected = _rows_per_round(scenario)
+    rounds = fl.rounds if fl.rounds is not None else 1
+    rows = rows_per_round * rounds + ROWS_PER_RUN
+    return DiskEstimate(
+        timeline_bytes=rows * DISK_BYTES_PER_TIMELINE_ROW,
+        rounds_bytes=rounds * (DISK_BYTES_PER_ROUND_ROW + 16 * selected),
+        clients_bytes=scenario.devices.n_clients * DISK_BYTES_PER_CLIENT_ROW,
+        timeline_rows=rows,
+        rounds_known=fl.rounds is not None,
+    )
+
+
+def free_disk_bytes(out_dir: Path) -> int:
+    """Free bytes on the filesystem that holds (or will hold) ``out_dir``."""
+    here = Path(out_dir).absolute()
+    while not os.path.isdir(here) and here != here.parent:  # False for a name too long
+        here = here.parent
+    return shutil.disk_usage(here).free
+
+
+def disk_problems(
+    scenario: Scenario, out_dir: Path, free_bytes: int | None = None
+) -> list[Problem]:
+    """A problem when the run directory at ``out_dir`` would not fit on its disk
+    (``free_bytes``: the free space, default the disk's now)."""
+    estimate = estimate_disk(scenario)
+    free = free_disk_bytes(out_dir) if free_bytes is None else free_bytes
+    if estimate.total_bytes <= free:
+        return []
+    fl = scenario.fl
+    key = "fl.rounds" if fl.rounds is not None and fl.rounds > 1 else "fl.request_fraction"
+    return [
+        Problem(
+            key,
+            f"the run directory needs {estimate.describe()}, more than the"
+            f" {format_bytes(free)} free on the disk of {out_dir}",
+        )
+    ]

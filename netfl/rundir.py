@@ -1,12 +1,19 @@
-"""The run directory: creation rules and atomic writes.
+"""The run directory: creation rules, a lock while a process writes it, atomic writes.
 
 A run directory is never overwritten silently: an existing non-empty directory is refused
 unless ``force`` is given, and even then only if it is a netfl run directory (it holds a
 ``summary.json`` or ``scenario.resolved.yaml``), so ``--force`` cannot wipe a home folder.
+
+While a process writes a run directory it holds an advisory lock on its ``.netfl.lock``
+file (:func:`lock_run_dir`; ``flock``, released by the kernel if the process dies), so a
+second ``simulate --out`` or ``--resume`` of the same directory is refused with one line
+instead of writing the same files. The lock file also reserves a little disk space, freed
+when the disk fills up so that ``summary.json`` can still say what happened.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -24,6 +31,97 @@ import pyarrow.parquet as pq
 from netfl.errors import RunDirectoryError
 
 RUN_MARKERS = ("summary.json", "scenario.resolved.yaml")
+
+LOCK_NAME = ".netfl.lock"
+"""The lock file of a run directory being written (removed when the writer is done)."""
+
+RESERVE_BYTES = 1 << 20
+"""Disk space the lock file holds, given back when the disk is full so that the final
+``summary.json`` (a few kilobytes) can still be written."""
+
+#: errno values of a full disk (ENOSPC) or quota (EDQUOT).
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that failed for lack of disk space."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+class RunDirLock:
+    """The lock of a run directory (see the module docstring): :func:`lock_run_dir`."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    def release_reserve(self) -> None:
+        """Give the reserved disk space back (the disk is full)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+
+    def release(self) -> None:
+        """Remove the lock file and unlock (idempotent)."""
+        if self._fd is None:
+            return
+        (self.path / LOCK_NAME).unlink(missing_ok=True)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunDirLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_run_dir(path: Path) -> RunDirLock:
+    """Create ``path`` if needed and lock it for this process, reserving
+    :data:`RESERVE_BYTES` in its lock file.
+
+    Raises
+    ------
+    RunDirectoryError
+        Another process holds the lock, or the directory cannot be created or written
+        (read-only, not a directory).
+    """
+    import fcntl
+
+    if path.exists() and not path.is_dir():
+        raise RunDirectoryError(f"{path}: exists and is not a directory")
+    lock_file = path / LOCK_NAME
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: cannot write the run directory: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).split(b"\0")[0].decode(errors="replace").strip()
+        os.close(fd)
+        raise RunDirectoryError(
+            f"{path}: another netfl process (pid {holder or '?'}) is writing this run"
+            " directory; wait for it to end, or choose another --out"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _reserve(fd)
+    except OSError as exc:
+        os.close(fd)
+        lock_file.unlink(missing_ok=True)
+        raise RunDirectoryError(f"{path}: cannot write the run directory: {exc}") from exc
+    return RunDirLock(path, fd)
+
+
+def _reserve(fd: int) -> None:
+    """Allocate :data:`RESERVE_BYTES` of the lock file on disk (zeros after the pid)."""
+    size = os.fstat(fd).st_size
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, size, RESERVE_BYTES)
+    else:  # pragma: no cover - macOS: write the zeros
+        os.pwrite(fd, bytes(RESERVE_BYTES), size)
 
 
 def is_run_directory(path: Path) -> bool:
@@ -53,7 +151,8 @@ def prepare_output_dir(
     ``force``, and then only if ``owned(path)`` says netfl wrote it (it holds ``marker``)."""
     if path.exists() and not path.is_dir():
         raise RunDirectoryError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()):
+    held = [p for p in path.iterdir() if p.name != LOCK_NAME] if path.is_dir() else []
+    if held:
         if not force:
             raise RunDirectoryError(
                 f"{path}: directory exists and is not empty; choose another --out, or pass"
@@ -64,11 +163,17 @@ def prepare_output_dir(
                 f"{path}: not a netfl {kind} directory (no {marker}); refusing to replace it"
                 " even with --force"
             )
-        shutil.rmtree(path)
+        for entry in held:  # the lock file (this process's) stays
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot create the {kind} directory: {exc}") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RunDirectoryError(f"{path}: the {kind} directory is not writable")
     return path
 
 

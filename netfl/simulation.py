@@ -25,8 +25,18 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
-from netfl.errors import Terminated
-from netfl.rundir import default_run_dir, prepare_run_dir, write_json, write_parquet, write_text
+from netfl.errors import DiskFullError, ScenarioError, Terminated
+from netfl.resources import disk_problems
+from netfl.rundir import (
+    RunDirLock,
+    default_run_dir,
+    disk_full,
+    lock_run_dir,
+    prepare_run_dir,
+    write_json,
+    write_parquet,
+    write_text,
+)
 from netfl.scenario import dump_scenario
 from netfl.trace import strategy
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
@@ -180,6 +190,9 @@ def simulate(
     """
     started = datetime.now(UTC)
     clock_s = time.perf_counter()  # one clock for the summary, from the call on
+    problems = disk_problems(scenario, Path(out) if out is not None else Path(scenario.output.root))
+    if problems:
+        raise ScenarioError(problems)
     # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
     # that cannot be checkpointed) fails here, before anything is written.
     world = build_world(scenario, on_round=on_round)
@@ -191,13 +204,14 @@ def simulate(
         if out is not None
         else default_run_dir(scenario.output.root, scenario.name, started)
     )
-    prepare_run_dir(run_dir, force=force)
-    write_text(run_dir / "scenario.resolved.yaml", resolved)
-    write_json(run_dir / "summary.json", {"netfl_version": __version__, "status": "running"})
-    checkpoints = None
-    if scenario.fl.checkpoint_every is not None:
-        checkpoints = Checkpointer(world, run_dir, scenario_digest(resolved))
-    return _run(world, run_dir, started, on_start, checkpoints, clock_s)
+    with lock_run_dir(run_dir) as lock:
+        prepare_run_dir(run_dir, force=force)
+        write_text(run_dir / "scenario.resolved.yaml", resolved)
+        write_json(run_dir / "summary.json", {"netfl_version": __version__, "status": "running"})
+        checkpoints = None
+        if scenario.fl.checkpoint_every is not None:
+            checkpoints = Checkpointer(world, run_dir, scenario_digest(resolved))
+        return _run(world, run_dir, started, on_start, checkpoints, clock_s, lock)
 
 
 def resume(
@@ -218,11 +232,16 @@ def resume(
     """
     started = datetime.now(UTC)
     clock_s = time.perf_counter()
-    opened = run if isinstance(run, OpenRun) else open_run(run, overrides)
-    world = build_world(opened.scenario, on_round=on_round)
-    checkpoint = opened.checkpoint
-    checkpoints = Checkpointer(world, opened.run_dir, checkpoint.scenario_sha256, resume=checkpoint)
-    return _run(world, opened.run_dir, started, on_start, checkpoints, clock_s)
+    run_dir = run.run_dir if isinstance(run, OpenRun) else Path(run)
+    if not run_dir.is_dir():
+        open_run(run_dir, overrides)  # says what is wrong with it
+    with lock_run_dir(run_dir) as lock:
+        # Checked again under the lock: another process may have resumed it meanwhile.
+        opened = open_run(run_dir, overrides)
+        world = build_world(opened.scenario, on_round=on_round)
+        checkpoint = opened.checkpoint
+        checkpoints = Checkpointer(world, run_dir, checkpoint.scenario_sha256, resume=checkpoint)
+        return _run(world, run_dir, started, on_start, checkpoints, clock_s, lock)
 
 
 def _run(
@@ -232,8 +251,13 @@ def _run(
     on_start: Callable[[World], None] | None,
     checkpoints: Checkpointer | None,
     clock_s: float,
+    lock: RunDirLock,
 ) -> RunResult:
     """Run the world; write the run directory however it ends (except mid-replay).
+
+    A full disk (while the run writes its parts or at the end) stops the run: the lock's
+    reserved space is given back, ``summary.json`` says ``failed`` and why, and
+    :class:`DiskFullError` is raised (one line, exit 1, from the CLI).
 
     ``summary.json``'s wall times, all on the clock the progress line uses (process
     seconds, :func:`time.perf_counter`): ``wall_build_s`` from the call of
@@ -246,11 +270,11 @@ def _run(
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
+    full: OSError | None = None  # the disk filled up during the run
     wall_start = time.perf_counter()
     try:
-        # Run until the server is done: background traffic never runs out of events.
         with _blas_threads(world.scenario):
-            world.env.run(until=world.env.process(world.server.run()))
+            world.run()
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
@@ -261,6 +285,9 @@ def _run(
         raise
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, OSError) and disk_full(exc):
+            full = exc
+            raise _disk_full_error(run_dir, exc) from exc
         if checkpoints is not None:
             checkpoints.save_latest()
         raise
@@ -274,8 +301,35 @@ def _run(
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
             resumable = checkpoints is not None and status != "completed"
-            write_results(world, run_dir, summary, clock_s, streams, resumable)
+            if full is not None:  # the tables would not fit either: the summary only
+                _summary_of_full_disk(run_dir, summary, full, lock)
+            else:
+                try:
+                    write_results(world, run_dir, summary, clock_s, streams, resumable)
+                except OSError as exc:
+                    if not disk_full(exc):
+                        raise
+                    _summary_of_full_disk(run_dir, summary, exc, lock)
+                    raise _disk_full_error(run_dir, exc) from exc
     return RunResult(run_dir, summary)
+
+
+def _summary_of_full_disk(
+    run_dir: Path, summary: dict[str, Any], exc: OSError, lock: RunDirLock
+) -> None:
+    """Give the lock's reserved space back and write the summary that says what happened
+    (if even that fails, there is nothing left to write with)."""
+    lock.release_reserve()
+    summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+    with contextlib.suppress(OSError):
+        write_json(run_dir / "summary.json", summary)
+
+
+def _disk_full_error(run_dir: Path, exc: OSError) -> DiskFullError:
+    return DiskFullError(
+        f"{run_dir}: the disk is full ({exc.strerror or exc}); the run stopped, summary.json"
+        " says status failed and the timeline so far is in timeline.parts/"
+    )
 
 
 def _stream_tables(

@@ -14,6 +14,7 @@ import numpy as np
 import simpy
 
 from netfl.config import Scenario
+from netfl.event_loop_gc import event_loop_gc
 from netfl.fl.build import build_devices, build_server
 from netfl.fl.device import Devices
 from netfl.fl.population import Population, build_population
@@ -42,6 +43,13 @@ class World:
     strategy: Strategy
     server: Server
     client_columns: dict[str, Any]
+
+    def run(self) -> None:
+        """Run the simulation until the server is done (background traffic never runs out
+        of events), with the garbage collector tuned for the event loop
+        (:mod:`netfl.event_loop_gc`)."""
+        with event_loop_gc():
+            self.env.run(until=self.env.process(self.server.run()))
 
 
 def _learner(scenario: Scenario, population: Population, streams: Streams) -> tuple[Learner, float]:

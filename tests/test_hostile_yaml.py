@@ -1,15 +1,20 @@
-"""Hostile YAML: alias bombs, deep nesting, huge files and fuzzed scenarios (issue 16.1)."""
+"""Hostile YAML: alias bombs, deep nesting, huge files and fuzzed scenarios (issue 16.1),
+and bad values for every key of the schema (issue 27 item 7)."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 
+from netfl.config.scenario import Scenario
 from netfl.yaml_guard import MAX_DEPTH, MAX_EXPANDED_VALUES, MAX_SCENARIO_BYTES
 from tests.fuzz_scenarios import check_outcome, scenario_bytes, validate_file, warm_up
+from tests.schema_keys import hostile_values, schema_keys, valid
 
 #: Generous against CI load; ``benchmarks/bench_fuzz_validate.py`` measures the real times.
 PER_FILE_S = 5.0
@@ -107,3 +112,44 @@ def test_empty_scenario_says_it_runs_every_default(tmp_path: Path, content: str)
         f"warning: {path}: the scenario is empty, so every key takes its default"
         " (`netfl validate --print` shows them)\n"
     )
+
+
+# -- bad values for every key, generated from the schema (issue 27 item 7) ----------------
+
+SCHEMA_CASES = [(key, value) for key in schema_keys() for value in hostile_values(key)]
+_ERROR_LINE = re.compile(r"^error: (?P<source>.+?)(:\d+:\d+)?: (?P<key>[A-Za-z_][\w.]*): \S")
+
+
+def test_every_key_is_reached_and_gets_bad_values():
+    """The walk puts every key in force (its context validates) and derives bad values
+    for it, so a key added to the schema is fuzzed without anyone listing it."""
+    keys = schema_keys()
+    assert len(keys) > 200
+    for key in keys:
+        if not key.dotted.startswith("learning.partition."):  # a kind needs its own key
+            assert valid(key.context), key.dotted
+        assert len(hostile_values(key)) >= 4, key.dotted
+
+
+def test_bad_values_of_every_key_exit_0_or_2_naming_a_key(tmp_path: Path) -> None:
+    """Every key of the schema with wrong types, negative, zero, huge and non-finite
+    numbers, unknown choices and broken distributions: ``netfl validate`` accepts the
+    value or refuses it with one line per problem, each naming a key, within
+    :data:`PER_FILE_S`; never a traceback."""
+    path = tmp_path / "scenario.yaml"
+    failures = []
+    for key, value in SCHEMA_CASES:
+        path.write_text(yaml.safe_dump(key.scenario(value)))
+        code, err, wall = validate_file(path)
+        lines = err.splitlines()
+        errors = [line for line in lines if line.startswith("error: ")]
+        ok = code in (0, 2) and wall < PER_FILE_S and "Traceback" not in err
+        ok = ok and all(line.startswith(("error: ", "warning: ")) for line in lines)
+        if code == 2:
+            matches = [_ERROR_LINE.match(line) for line in errors]
+            ok = ok and bool(errors) and all(m is not None for m in matches)
+            ok = ok and all(m["key"].split(".")[0] in Scenario.model_fields for m in matches if m)
+        if not ok:
+            shown = repr(value)[:80]
+            failures.append(f"{key.dotted} = {shown}: exit {code}, {wall:.1f} s: {err[:300]!r}")
+    assert not failures, "\n".join(failures[:20])

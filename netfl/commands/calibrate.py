@@ -18,15 +18,30 @@ from netfl.errors import NetflError
 
 EXIT_OK, EXIT_OFF_TARGET = 0, 1
 
+MIN_UES = 100
+"""Fewest devices whose percentiles mean something: at least 5 lie beyond the 5th and
+beyond the 95th percentile the calibration compares (1 or 2 devices gave "percentiles"
+of one or two values)."""
 
-def _positive_int(text: str) -> int:
+
+def _whole_number(text: str, least: int, why: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected at least {least:,}{why}, got {value:,}")
     return value
+
+
+def _ues(text: str) -> int:
+    return _whole_number(
+        text, MIN_UES, " (so that 5 devices lie beyond the 5th and the 95th percentile)"
+    )
+
+
+def _seed(text: str) -> int:
+    return _whole_number(text, 0)
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,8 +54,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="tr36873_umi, tr36873_uma, tr38901_umi, tr38901_uma (6 GHz), tr38901_umi_30ghz"
         " or tr38901_uma_30ghz",
     )
-    cal.add_argument("--ues", type=_positive_int, default=10_000, help="devices to drop (10000)")
-    cal.add_argument("--seed", type=int, default=1, help="random seed (1)")
+    cal.add_argument(
+        "--ues", type=_ues, default=10_000, help=f"devices to drop (10000; at least {MIN_UES})"
+    )
+    cal.add_argument("--seed", type=_seed, default=1, help="random seed, 0 or more (1)")
     cal.add_argument("--out", required=True, help="output folder (refused if not empty)")
     cal.add_argument("--force", action="store_true", help="replace a calibration folder")
     cal.set_defaults(handler=_calibrate)
@@ -54,6 +71,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise NetflError(
             f"calibrate: unknown preset {args.preset!r}; choose one of {', '.join(PRESETS)}"
         )
+    _check_memory(PRESETS[args.preset], args.ues)
     out = prepare_output_dir(
         Path(args.out),
         args.force,
@@ -70,6 +88,27 @@ def _calibrate(args: argparse.Namespace) -> int:
     write_bytes(out / "calibration.png", _figure(result))
     _print(summary, out)
     return EXIT_OK if summary["within_targets"] else EXIT_OFF_TARGET
+
+
+def _check_memory(preset: Any, ues: int) -> None:
+    """Refuse a drop the machine cannot hold (it keeps every device's gain to every cell:
+    :func:`netfl.resources.layout_bytes_per_device`), before anything is written or
+    allocated."""
+    from netfl.radio.calibration import cell_config
+    from netfl.resources import (
+        BASE_BYTES,
+        format_bytes,
+        layout_bytes_per_device,
+        machine_memory,
+    )
+
+    needed = BASE_BYTES + ues * layout_bytes_per_device(cell_config(preset), ues)
+    physical, _ = machine_memory()
+    if needed > physical:
+        raise NetflError(
+            f"calibrate: --ues {ues:,} needs about {format_bytes(needed)} of memory, more than"
+            f" this machine's {format_bytes(physical)}"
+        )
 
 
 def _print(summary: dict[str, Any], out: Path) -> None:

@@ -138,10 +138,12 @@ class CellConfig(StrictModel):
     )
     antenna_elements: PositiveInt = Field(
         default=1,
+        le=32,
         description=(
             "Vertically stacked elements per sector antenna, 0.5 wavelength apart (TR 36.873"
             " Sec. 7.1.1; 1: the element alone, 10: the TR 38.901 7.8.1 calibration). Needs"
-            " sectors: 3."
+            " sectors: 3. At most 32, a column 15.5 wavelengths tall (2.3 m at 2 GHz): beyond"
+            " it the array gain (10 log10 of the elements) leaves any sector antenna's."
         ),
     )
     antenna_electrical_downtilt_deg: float = Field(

@@ -82,6 +82,35 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+def constraints(field: FieldInfo) -> list[Any]:
+    """The field's bounds: its own, and those of the annotated type it takes (``PositiveInt
+    | None`` keeps ``gt=0`` inside the union)."""
+    found = list(field.metadata)
+    stack = [field.annotation]
+    while stack:
+        annotation = stack.pop()
+        origin = get_origin(annotation)
+        if origin is typing.Annotated:
+            args = get_args(annotation)
+            for item in args[1:]:
+                found += list(getattr(item, "metadata", [item]))
+            stack.append(args[0])
+        elif origin in (Union, types.UnionType):
+            stack += list(get_args(annotation))
+    return found
+
+
+def _bounds(field: FieldInfo) -> str:
+    """``" (>= 0, <= 1)"``: the range a number must be in, where the schema bounds it."""
+    parts = []
+    for name, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+        for constraint in constraints(field):
+            value = getattr(constraint, name, None)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                parts.append(f"{sign} {value:,}" if isinstance(value, int) else f"{sign} {value:g}")
+    return f" ({', '.join(dict.fromkeys(parts))})" if parts else ""
+
+
 def _field_default(field: FieldInfo) -> Any:
     """The field's default value (``PydanticUndefined`` when it is required)."""
     if field.default_factory is not None:
@@ -185,7 +214,7 @@ def _section(
             value = PydanticUndefined
         description = (field.description or "").replace("|", "\\|")
         lines.append(
-            f"| `{name}` | {_type_name(field.annotation)} | {_unit(name)} |"
+            f"| `{name}` | {_type_name(field.annotation)}{_bounds(field)} | {_unit(name)} |"
             f" {_show(value)} | {description} |"
         )
         for sub in _sub_models(field.annotation):

@@ -32,6 +32,10 @@ DEFAULT_DISTRIBUTION = {
 #: Protocols that keep clients training concurrently and aggregate as updates arrive.
 ASYNC_PROTOCOLS = frozenset({"fedasync", "fedbuff"})
 
+#: Bounds of the hierarchical counts (issue 27: 10^12 validated and then ran for ever).
+MAX_LOCAL_REPEATS = 1000
+MAX_EDGE_ROUNDS = 1000
+
 #: Keys that only some protocols read. A value other than the default under another
 #: protocol is refused, naming the key (a resolved scenario writes every default out, so
 #: "written" cannot mean "set").
@@ -115,8 +119,10 @@ class FLConfig(StrictModel):
     )
     over_selection: NonNegativeFloat = Field(
         default=0.0,
+        le=100.0,
         description="Over-selection fraction o: select ceil(m (1 + o)) clients and close the"
-        " round when the first m updates have arrived (the others are cancelled).",
+        " round when the first m updates have arrived (the others are cancelled). At most"
+        " 100 (101 m selected to keep m).",
     )
     request_fraction: Probability = Field(
         default=1.0,
@@ -254,13 +260,18 @@ class FLConfig(StrictModel):
 
     kappa1: PositiveInt = Field(
         default=1,
+        le=MAX_LOCAL_REPEATS,
         description="hierarchical: local updates (each one learning.local_epochs or"
         " local_steps) a client runs between two edge aggregations (kappa_1 of Liu et al."
-        " 2020, Alg. 1, counted in local updates).",
+        " 2020, Alg. 1, counted in local updates). At most 1,000: every local update is real"
+        " training of the client's data, so a job's cost grows with kappa1.",
     )
     kappa2: PositiveInt = Field(
         default=2,
-        description="hierarchical: edge aggregations between two cloud aggregations (kappa_2).",
+        le=MAX_EDGE_ROUNDS,
+        description="hierarchical: edge aggregations between two cloud aggregations (kappa_2)."
+        " At most 1,000: a round (one row of rounds.parquet, one evaluation) is kappa2 edge"
+        " rounds of every selected client.",
     )
 
     @model_validator(mode="after")

@@ -37,13 +37,29 @@ class SyntheticParams(StrictModel):
     beta: NonNegativeFloat = Field(
         default=1.0, description="Spread of the devices' features (std of B_k)."
     )
-    n_features: PositiveInt = Field(default=60, description="Input dimension d.")
-    n_classes: int = Field(default=10, ge=2, description="Number of classes.")
-    size_log_mean: float = Field(default=4.0, description="Mean of the log of a device's size.")
-    size_log_sigma: NonNegativeFloat = Field(
-        default=2.0, description="Standard deviation of the log of a device's size."
+    n_features: PositiveInt = Field(
+        default=60, le=10_000, description="Input dimension d (at most 10,000)."
     )
-    size_offset: int = Field(default=50, ge=0, description="Samples added to every device.")
+    n_classes: int = Field(
+        default=10, ge=2, le=1000, description="Number of classes (at most 1,000)."
+    )
+    size_log_mean: float = Field(
+        default=4.0,
+        le=20.0,
+        description="Mean of the log of a device's size (at most 20: a median device of"
+        " e^20, half a billion samples).",
+    )
+    size_log_sigma: NonNegativeFloat = Field(
+        default=2.0,
+        le=10.0,
+        description="Standard deviation of the log of a device's size (at most 10).",
+    )
+    size_offset: int = Field(
+        default=50,
+        ge=0,
+        le=10**9,
+        description="Samples added to every device (at most a billion).",
+    )
 
 
 #: Per-dataset parameter models for ``learning.dataset_params`` (netfl's other datasets
@@ -157,13 +173,18 @@ class LearningConfig(StrictModel):
     partition: PartitionConfig = Field(default_factory=PartitionConfig, description="Partition.")
     model: str = Field(default="digits_mlp", description="Model name (`netfl list`).")
     local_epochs: PositiveInt | None = Field(
-        default=1, description="Local epochs per round (null when local_steps is set)."
+        default=1,
+        le=1000,
+        description="Local epochs per round (null when local_steps is set). At most 1,000:"
+        " every epoch is real training of each selected client's data.",
     )
     local_steps: PositiveInt | None = Field(
         default=None,
+        le=100_000,
         description=(
             "Local iterations per round instead of epochs (UCB-CS's tau): each is one"
-            " minibatch, drawn epoch-wise without replacement; excludes local_epochs."
+            " minibatch, drawn epoch-wise without replacement; excludes local_epochs. At most"
+            " 100,000: every step is real training."
         ),
     )
     batch_size: PositiveInt = Field(default=10, description="Local minibatch size.")
@@ -217,11 +238,13 @@ class LearningConfig(StrictModel):
     )
     threads: PositiveInt | None = Field(
         default=1,
+        le=1024,
         description=(
             "CPU threads for training (torch intra-op) and for numpy's BLAS during the run"
             " (strategies' linear algebra): 1 suits the small models netfl trains per client,"
             " where OpenMP workers spin-waiting on a shared CPU cost 10x (docs/benchmarks.md,"
-            " 'CPU threads'); null keeps the libraries' defaults (all cores)."
+            " 'CPU threads'); null keeps the libraries' defaults (all cores). At most 1,024:"
+            " threads beyond the cores only wait for one."
         ),
     )
     backend: Literal["batched", "sequential"] = Field(

@@ -164,6 +164,35 @@ class LinkConfig(StrictModel):
         return self.tx_power_rbs or self.flow_rb_cap
 
 
+def _refuse_downlink_p0(value: float | None) -> float | None:
+    if value is not None:
+        raise ValueError("p0_dbm is uplink power control; the base station transmits tx_power_dbm")
+    return value
+
+
+class DownlinkConfig(LinkConfig):
+    """The LTE cell's downlink: the base station transmits, the device receives.
+
+    Its own defaults, so that a partial ``downlink`` section keeps them (the calibrated
+    network's: TR 36.873 V12.5.0 Table 8.2-1, BS 41 dBm in 10 MHz, UE noise figure 9 dB;
+    docs/radio.md).
+    """
+
+    tx_power_dbm: PowerDbm = Field(
+        default=41.0,
+        description=(
+            "Base-station transmit power, dBm, spread over tx_power_rbs RBs (fixed downlink"
+            " energy per resource element; TR 36.873 Table 8.2-1: 41 dBm in 10 MHz)."
+        ),
+    )
+    noise_figure_db: NonNegativeFloat = Field(
+        default=9.0,
+        description="The device's receiver noise figure, dB (TR 36.873 Table 8.2-1: 9 dB).",
+    )
+
+    _no_power_control = field_validator("p0_dbm")(_refuse_downlink_p0)
+
+
 class ShannonConfig(StrictModel):
     """Shannon capacity, ``B log2(1 + SINR)``."""
 
@@ -358,19 +387,9 @@ class LteRadioConfig(StrictModel):
         " (devices.groups.N.mobility; static devices keep their strongest cell).",
     )
     uplink: LinkConfig = Field(default_factory=LinkConfig, description="Uplink (device -> BS).")
-    downlink: LinkConfig = Field(
-        default_factory=lambda: LinkConfig(tx_power_dbm=41.0, noise_figure_db=9.0),
-        description="Downlink (BS -> device).",
+    downlink: DownlinkConfig = Field(
+        default_factory=DownlinkConfig, description="Downlink (BS -> device)."
     )
-
-    @field_validator("downlink")
-    @classmethod
-    def _no_downlink_power_control(cls, value: LinkConfig) -> LinkConfig:
-        if value.p0_dbm is not None:
-            raise ValueError(
-                "p0_dbm is uplink power control; the base station transmits tx_power_dbm"
-            )
-        return value
 
 
 class NrCqiConfig(StrictModel):
@@ -473,6 +492,12 @@ class NrLinkConfig(LinkConfig):
         return self.n_rb or self._max_rb
 
 
+class NrDownlinkConfig(NrLinkConfig):
+    """The NR cell's downlink (a null power or noise figure takes the downlink's default)."""
+
+    _no_power_control = field_validator("p0_dbm")(_refuse_downlink_p0)
+
+
 class NrRadioConfig(LteRadioConfig):
     """``model: nr``: a 5G NR cell: numerology, NR bandwidths, FDD or TDD, NR CQI tables.
 
@@ -525,8 +550,8 @@ class NrRadioConfig(LteRadioConfig):
         description="Uplink (device -> BS); noise_figure_db is the BS's (default 5 dB, as"
         " the LTE model: TR 38.901 Table 7.8-1 calibrates the downlink only).",
     )
-    downlink: NrLinkConfig = Field(
-        default_factory=NrLinkConfig,
+    downlink: NrDownlinkConfig = Field(  # type: ignore[assignment]
+        default_factory=NrDownlinkConfig,
         validate_default=True,
         description="Downlink (BS -> device); noise_figure_db is the device's (default 9 dB,"
         " TR 38.901 Table 7.8-1).",

@@ -36,7 +36,12 @@ class FullBufferSource(StrictModel):
 
     kind: Literal["full_buffer"] = Field(description="Full-buffer users.")
     direction: Direction = Field(default="downlink", description="Direction of their data.")
-    users: PositiveInt = Field(default=1, description="Number of full-buffer users.")
+    users: PositiveInt = Field(
+        default=1,
+        le=10_000,
+        description="Number of full-buffer users. At most 10,000: each is a flow that every"
+        " arrival and departure in the cell reshares the RBs with.",
+    )
     rb_per_flow: PositiveInt | None = Field(
         default=None, description="Most RBs one user may use at a time (null: all)."
     )

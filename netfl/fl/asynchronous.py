@@ -19,6 +19,13 @@ since drops at once when started). All arrivals of one instant are taken before 
 slots are refilled. ``fl.deadline_s`` is each client's deadline from the start of its
 download. Real training happens when an update is first needed, in one batch for every
 client started on the same version (:mod:`netfl.learning.versions`).
+
+An update pays alone for what a synchronous round shares among its clients, so the
+per-update path is kept to what it must do (issue 27, ``docs/benchmarks.md``): the idle
+candidates are kept up to date as clients start and finish (not recomputed from the pool
+at every refill), the strategy's context computes a candidate array only if the strategy
+reads it (:meth:`~netfl.selection.base.SelectionContext.deferred`), and the server waits
+for arrivals on one event processed after the others of their instant.
 """
 
 from __future__ import annotations
@@ -30,11 +37,12 @@ from typing import Any
 import numpy as np
 import simpy
 
-from netfl.fl.exchange import Exchange, LateTimeout, Outcome
-from netfl.fl.feedback import round_feedback
+from netfl.fl.exchange import Exchange, LateEvent, LateTimeout, Outcome
+from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
-from netfl.learning.interface import LocalResult
+from netfl.learning.interface import LocalResult, NullLearner
+from netfl.selection.base import SelectionContext, Strategy
 from netfl.trace.tables import RoundRecord
 
 #: Consecutive empty refills (nobody training, nobody startable) before a run without a
@@ -61,19 +69,55 @@ class _Arrival:
     result: LocalResult | None = None
 
 
+class _IdleColumns:
+    """The reported times, data sizes and misses of one selection's candidates, gathered
+    when the strategy first reads them (the reports are frozen for it before they next
+    change: :meth:`ReportedTimes.read_later`)."""
+
+    def __init__(
+        self, candidates: np.ndarray, reported: ReportedTimes, n_samples: np.ndarray
+    ) -> None:
+        self.candidates = candidates
+        self.reported = reported
+        self.n_samples = n_samples
+        self.made: dict[str, np.ndarray] = {}
+        reported.read_later(self)
+
+    def __call__(self, name: str) -> np.ndarray:
+        made = self.made.get(name)
+        if made is None:
+            source = {
+                "update_time_s": self.reported.update_s,
+                "upload_time_s": self.reported.upload_s,
+                "n_samples": self.n_samples,
+                "misses": self.reported.misses,
+            }[name]
+            made = self.made[name] = source[self.candidates]
+        return made
+
+    def freeze(self) -> None:
+        for name in ("update_time_s", "upload_time_s", "n_samples", "misses"):
+            self(name)
+
+
 class AsyncServer(Server):
     """Runs global model versions until ``fl.rounds`` or the time budget."""
 
     def __init__(self, env: simpy.Environment, *, rule: AggregationRule, **kwargs: Any) -> None:
         super().__init__(env, **kwargs)
         self.rule = rule
+        #: False for timing-only runs (``learning: none``): the learner is not called
+        #: per update (it would build empty results and coefficients for nothing).
+        self.learns = not isinstance(self.learner, NullLearner)
         self.concurrency = self.config.concurrency_in_force
         self.version = 0
         self.version_start_s = 0.0
         self.jobs: dict[int, _Job] = {}
         self.in_flight = np.zeros(self.n_clients, dtype=bool)
         self.arrived: list[_Arrival] = []
-        self.wakeup = env.event()  # fires at the first arrival after the server waited
+        # Fired by the first arrival since the server last took them: processed after the
+        # other events of that instant.
+        self.wakeup = LateEvent(env)
         self.buffer: list[_Arrival] = []
         self.resolved: list[_Arrival] = []  # since the previous version
         self.n_started = 0
@@ -82,6 +126,13 @@ class AsyncServer(Server):
         self.n_idle = 0  # consecutive refills that started nobody with nobody training
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
+        self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)  # -1: not in the pool
+        # The pool's members not in flight (sorted): ``pool[~in_flight[pool]]`` kept up to
+        # date from the clients that started (left) and finished (joined) since it was last
+        # made, in one pass when the next selection needs it.
+        self._idle = np.zeros(0, dtype=np.int64)
+        self._left: set[int] = set()
+        self._joined: set[int] = set()
 
     # -- the main process ---------------------------------------------------------------
 
@@ -96,9 +147,10 @@ class AsyncServer(Server):
                 yield env.timeout(self._idle_wait_s())
                 continue
             self.n_idle = 0
-            if not self.arrived:
-                yield self.wakeup
-            yield LateTimeout(env, 0.0)  # every arrival of this instant, then refill
+            # Every arrival of this instant, then refill: the wakeup the first arrival
+            # schedules is processed after the other events of its instant, as is a
+            # LateTimeout made now when arrivals came while the server refilled.
+            yield self.wakeup if not self.arrived else LateTimeout(env, 0.0)
             for arrival in self._drain():
                 if self._finished(self.version):  # the last version is out: not applied
                     self._discard(arrival)
@@ -128,7 +180,7 @@ class AsyncServer(Server):
     def _drain(self) -> list[_Arrival]:
         items, self.arrived = self.arrived, []
         if self.wakeup.triggered:
-            self.wakeup = self.env.event()
+            self.wakeup = LateEvent(self.env)
         return items
 
     # -- starting clients ---------------------------------------------------------------
@@ -137,49 +189,88 @@ class AsyncServer(Server):
         free = self.concurrency - len(self.jobs)
         if free <= 0 or self._finished(self.version):
             return
-        idle = ~self.in_flight[self.pool]
         turned = self.n_started >= (self.epoch + 1) * self.concurrency
-        if self.epoch < 0 or turned or (not self.jobs and not idle.any()):
+        if self.epoch < 0 or turned or (not self.jobs and not len(self.idle())):
             yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
-            idle = ~self.in_flight[self.pool]
-        candidates = self.pool[idle]
-        features = {name: values[idle] for name, values in self.pool_features.items()}
-        ctx = self._context(self.n_selections, candidates, features, budget=free)
+        ctx = self._idle_context(free)
         self.n_selections += 1
-        yield from self._poll(ctx, None)  # async strategies poll nobody (the log records it)
+        if type(self.strategy).choose_polled is not Strategy.choose_polled:
+            yield from self._poll(ctx, None)  # async strategies poll nobody (the log says)
         selected = yield from self._select(ctx, self.version)
         if not selected:
             return
         self.devices.note_selected(self.epoch, np.asarray(selected))
-        rows = np.searchsorted(ctx.candidates, selected)  # candidates are sorted
-        for client, row in zip(selected, rows.tolist(), strict=True):
-            self._start(client, {name: v[row] for name, v in ctx.features.items()})
+        features, limit = self.pool_features, self._limit(self.env.now)
+        for client in selected:
+            row = self.pool_row[client]
+            self._start(client, {name: values[row] for name, values in features.items()}, limit)
+
+    def idle(self) -> np.ndarray:
+        """The idle candidates now: the pool's members not in flight, sorted (read-only)."""
+        if self._left or self._joined:
+            self._idle = _updated(self._idle, self._left, self._joined)
+            self._left.clear()
+            self._joined.clear()
+        return self._idle
+
+    def _idle_context(self, budget: int) -> SelectionContext:
+        """The selection among the idle candidates; its arrays are gathered only if the
+        strategy reads them (``Server._context`` gathers every one)."""
+        candidates, rows, features = self.idle(), self.pool_row, self.pool_features
+        return SelectionContext.deferred(
+            _IdleColumns(candidates, self.reported, self.learner.n_samples),
+            tuple(features),
+            lambda name: features[name][rows[candidates]],
+            round=self.n_selections,
+            now_s=self.env.now,
+            candidates=candidates,
+            budget=budget,
+            deadline_s=self.config.deadline_s,
+            target=self.config.clients_per_round,
+        )
 
     def _new_epoch(self) -> Generator[simpy.Event, Any, None]:
         """The per-round draws and the resource request, once per ``concurrency`` starts."""
         self.epoch += 1
         self.network.start_round(self.epoch)
         self.devices.start_round(self.epoch)
-        self.pool = yield from self.request.run(self.version, self._limit(self.env.now))
-        self.pool_features = dict(self._features(self.pool))
+        pool = yield from self.request.run(self.version, self._limit(self.env.now))
+        self.pool = pool
+        # A new array, not the old one rewritten: contexts of the last epoch read theirs.
+        self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)
+        self.pool_row[pool] = np.arange(len(pool))
+        self.pool_features = dict(self._features(pool))
+        self._idle = _read_only(pool[~self.in_flight[pool]])
+        self._left.clear()
+        self._joined.clear()
 
-    def _start(self, client: int, features: dict[str, np.ndarray]) -> None:
+    def _start(self, client: int, features: dict[str, np.ndarray], limit: float | None) -> None:
         exchange = Exchange(self.parts, self.version, [client], self.plan, target=1)
-        self.jobs[client] = _Job(self.version, exchange, features)
+        job = self.jobs[client] = _Job(self.version, exchange, features)
         self.in_flight[client] = True
+        if self.pool_row[client] >= 0:
+            if client in self._joined:
+                self._joined.discard(client)
+            else:
+                self._left.add(client)
         self.n_started += 1
-        with self._training():
-            self.learner.start_update(self.version, client)
-        job = self.jobs[client]
-        job.process = exchange.start_one(self._limit(self.env.now), self._done)
+        if self.learns:
+            with self._training():
+                self.learner.start_update(self.version, client)
+        job.process = exchange.start_one(limit, self._done)
 
     def _done(self, outcome: Outcome) -> None:
         """A client's exchange is over (completed or left): its slot is free."""
-        job = self.jobs.pop(outcome.client)
-        self.in_flight[outcome.client] = False
+        client = outcome.client
+        job = self.jobs.pop(client)
+        self.in_flight[client] = False
+        if self.pool_row[client] >= 0:  # idle again in the current pool
+            if client in self._left:
+                self._left.discard(client)
+            else:
+                self._joined.add(client)
         self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
-        if not self.wakeup.triggered:
-            self.wakeup.succeed()
+        self.wakeup.fire()
 
     def _stop_in_flight(self) -> Generator[simpy.Event, Any, None]:
         """At the end: cancel the clients still training (``cancel`` in the timeline)."""
@@ -199,16 +290,18 @@ class AsyncServer(Server):
         self._count_outcomes([arrival.outcome])
 
     def _forget(self, arrival: _Arrival) -> None:
-        with self._training():
-            self.learner.cancel_update(arrival.outcome.client)
+        if self.learns:
+            with self._training():
+                self.learner.cancel_update(arrival.outcome.client)
 
     def _arrive(self, arrival: _Arrival) -> Generator[simpy.Event, Any, None]:
         self.resolved.append(arrival)
         if not arrival.outcome.completed:
             self._forget(arrival)
             return
-        with self._training():
-            arrival.result = self.learner.finish_update(arrival.outcome.client)
+        if self.learns:  # no result without a model: the feedback's losses stay NaN
+            with self._training():
+                arrival.result = self.learner.finish_update(arrival.outcome.client)
         self.buffer.append(arrival)
         if len(self.buffer) >= self.rule.buffer_size:
             yield from self._aggregate()
@@ -216,40 +309,44 @@ class AsyncServer(Server):
     def _aggregate(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
         applied, self.buffer = self.buffer, []
-        clients = np.array([a.outcome.client for a in applied], dtype=np.int64)
+        # Python lists: a version applies a handful of updates (one under FedAsync).
+        completed = [a.outcome.client for a in applied]
         versions = [a.version for a in applied]
-        staleness = self.version - np.asarray(versions, dtype=np.int64)
-        coefficients = self.rule.coefficients(self.learner.n_samples[clients], staleness)
-        results = [a.result for a in applied if a.result is not None]
-        with self._training():
-            self.learner.apply_updates(results, versions, coefficients, self.rule.relative_to)
+        staleness = [self.version - v for v in versions]
+        if self.learns:  # timing only (learning: none): no model to apply anything to
+            clients = np.array(completed, dtype=np.int64)
+            coefficients = self.rule.coefficients(
+                self.learner.n_samples[clients], np.array(staleness, dtype=np.int64)
+            )
+            results = [a.result for a in applied if a.result is not None]
+            with self._training():
+                self.learner.apply_updates(results, versions, coefficients, self.rule.relative_to)
         if self.config.aggregation_time_s > 0:
             yield env.timeout(self.config.aggregation_time_s)
         record = RoundRecord(
             round=self.version,
             t_start_s=self.version_start_s,
             lr=self.learner.lr_at(self.version),
-            staleness_mean=float(np.mean(staleness)),
-            staleness_max=int(np.max(staleness)),
-            staleness=staleness.tolist(),
+            staleness_mean=sum(staleness) / len(staleness),  # exact sum, one division
+            staleness_max=max(staleness),
+            staleness=staleness,
         )
         self.records.append(record)
         resolved, self.resolved = self.resolved, []
         outcomes = [a.outcome for a in resolved]
         record.selected = [o.client for o in outcomes]
-        record.completed = clients.tolist()
+        record.completed = completed
         self.timeline.record(
             env.now,
             "aggregate",
             record.round,
-            bits=len(clients) * self.model_size_bits,
+            bits=len(completed) * self.model_size_bits,
             duration_s=self.config.aggregation_time_s,
         )
         self._end_record(record, outcomes)
-        starts = np.array([a.start_s for a in resolved])
         for arrival in resolved:
             self.reported.observe([arrival.outcome], arrival.start_s)
-        self._observe(record, resolved, applied, starts)
+        self._observe(record, resolved, applied)
         if self.on_round is not None:
             self.on_round(record)
         self.version += 1
@@ -263,10 +360,10 @@ class AsyncServer(Server):
         record: RoundRecord,
         resolved: list[_Arrival],
         applied: list[_Arrival],
-        starts: np.ndarray,
     ) -> None:
         if not self.strategy.observes:
             return  # e.g. random: one feedback per version would be built for nobody
+        starts = np.array([a.start_s for a in resolved])
         outcomes = [a.outcome for a in resolved]
         results = [a.result for a in applied if a.result is not None]
         result = _concatenate(results, self.learner.n_samples)
@@ -275,6 +372,32 @@ class AsyncServer(Server):
             signals = self.signals.feedback(result, record.selected)
         features = _stack([a.features for a in resolved])
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """``values``, read-only (handed to strategies as is)."""
+    values.setflags(write=False)
+    return values
+
+
+def _updated(sorted_ids: np.ndarray, removed: set[int], added: set[int]) -> np.ndarray:
+    """A new sorted array: ``sorted_ids`` without ``removed`` (members) and with ``added``
+    (not members), in one copy (``np.delete`` and ``np.insert`` copy once each, and
+    cost several times more)."""
+    cuts = sorted(
+        [(int(sorted_ids.searchsorted(c)), 0, c) for c in added]
+        + [(int(sorted_ids.searchsorted(c)), 1, c) for c in removed]
+    )
+    pieces, start = [], 0
+    for at, drop, client in cuts:
+        pieces.append(sorted_ids[start:at])
+        if drop:
+            start = at + 1
+        else:
+            pieces.append(np.array([client], dtype=sorted_ids.dtype))
+            start = at
+    pieces.append(sorted_ids[start:])
+    return _read_only(np.concatenate(pieces))
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:

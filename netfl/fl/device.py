@@ -25,7 +25,7 @@ present when the round starts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import simpy
@@ -33,7 +33,7 @@ import simpy
 from netfl.config.devices import DeviceGroup, DevicesConfig
 from netfl.config.dist import Choice, Constant, TruncNormal, Uniform
 from netfl.features import Feature
-from netfl.fl.availability import AvailabilityModel, build_availability
+from netfl.fl.availability import AlwaysOn, AvailabilityModel, build_availability
 from netfl.fl.background import (
     BackgroundQueue,
     second_moment,
@@ -45,8 +45,7 @@ from netfl.rng import Streams
 from netfl.sampling import equilibrium_work
 
 
-@dataclass(frozen=True)
-class JobTiming:
+class JobTiming(NamedTuple):
     """How long a job entering a device now waits and computes (simulated seconds), and
     the share of its work done (1 unless it was stopped early: partial work)."""
 
@@ -120,6 +119,8 @@ class Devices:
             )
             for i, (g, s) in enumerate(zip(self.groups, self.slices, strict=True))
         ]
+        #: Every device always available: nobody ever leaves (no availability draws).
+        self.always_available = all(isinstance(m, AlwaysOn) for m in self.availability)
         n = len(self.n_samples)
         self.capacity_sps = self.compute_sps.copy()
         self.cpu_ratio = np.ones(n)
@@ -196,6 +197,15 @@ class Devices:
         for i, mask, local in self._by_group(clients):
             result[mask] = self.availability[i].leaves_at(local, self.env.now)
         return result
+
+    def leave_time_s(self, client: int) -> float:
+        """When ``client`` becomes unavailable: now if it is not available, inf if never."""
+        if self.always_available:
+            return math.inf
+        clients = np.array([client], dtype=np.int64)
+        if not self.available(clients)[0]:
+            return float(self.env.now)
+        return float(self.leaves_at(clients)[0])
 
     # -- jobs -----------------------------------------------------------------------------
 

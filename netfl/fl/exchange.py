@@ -36,6 +36,10 @@ from netfl.fl.partial import PartialWork
 from netfl.radio.network import LinkLost, Network, Transfer
 from netfl.trace.timeline import Timeline
 
+#: A transfer as steps of the caller's process: ``(client, bits)`` -> a generator that
+#: returns the :class:`Transfer`.
+StepsOf = Callable[[int, float], Generator[simpy.Event, Any, Transfer]]
+
 #: Interrupt cause -> (the client's status, the timeline kind that logs its leaving).
 LEAVE = {
     "drop": ("dropped", "drop"),
@@ -46,7 +50,7 @@ LEAVE = {
 
 
 #: After SimPy's NORMAL (1) and URGENT (0) events of the same instant.
-_LATE = EventPriority(2)
+LATE = EventPriority(2)
 
 
 class LateTimeout(simpy.Event):
@@ -59,7 +63,17 @@ class LateTimeout(simpy.Event):
         super().__init__(env)
         self._ok = True
         self._value = None
-        env.schedule(self, priority=_LATE, delay=delay_s)
+        env.schedule(self, priority=LATE, delay=delay_s)
+
+
+class LateEvent(simpy.Event):
+    """An event that, once :meth:`fire` is called, is processed after every other event
+    of that instant (a ``LateTimeout`` of 0 s started on demand; later calls do nothing)."""
+
+    def fire(self) -> None:
+        if not self.triggered:
+            self._ok, self._value = True, None
+            self.env.schedule(self, priority=LATE)
 
 
 @dataclass
@@ -145,6 +159,13 @@ class Parts:
     timeline: Timeline
     energy: EnergyMeter
 
+    def __post_init__(self) -> None:
+        #: The network's transfers as steps of the client's own process, where it offers
+        #: them (``upload_steps``/``download_steps``: no process and two SimPy events fewer
+        #: a transfer); None: a process a transfer.
+        self.upload_steps: StepsOf | None = getattr(self.network, "upload_steps", None)
+        self.download_steps: StepsOf | None = getattr(self.network, "download_steps", None)
+
 
 class Exchange:
     """Run one exchange; ``run`` is a generator to ``yield from`` inside a SimPy process."""
@@ -160,7 +181,7 @@ class Exchange:
         env = parts.env
         # Sequential uploads: turns[j] fires when client j is done, letting j + 1 upload.
         self.turns = [env.event() for _ in clients[1:]] if plan.sequential else []
-        self.done = env.event()
+        self.done: simpy.Event | None = env.event()  # None: nobody waits (start_one)
         self.n_finished = 0
         self.n_completed = 0
         self.start_s = math.nan
@@ -168,8 +189,9 @@ class Exchange:
         self._multicast: simpy.Process | None = None
 
     def _log(self, kind: str, client: int, **values: float) -> None:
-        self.parts.timeline.record(
-            self.parts.env.now, self.plan.prefix + kind, self.round, client, **values
+        parts, prefix = self.parts, self.plan.prefix
+        parts.timeline.record(
+            parts.env.now, prefix + kind if prefix else kind, self.round, client, **values
         )
 
     # -- the exchange ---------------------------------------------------------------------
@@ -190,6 +212,7 @@ class Exchange:
         procs = [env.process(self._client(o)) for o in self.outcomes]
         leave = self._leave_times()
         watcher = env.process(self._watch_drops(procs, leave)) if np.isfinite(leave).any() else None
+        assert self.done is not None
         waits: list[simpy.Event] = [self.done]
         if limit_s is not None:
             waits.append(LateTimeout(env, max(0.0, limit_s - env.now)))
@@ -222,9 +245,10 @@ class Exchange:
         Interrupt the returned process with ``"enough"`` to cancel the client."""
         env = self.parts.env
         self.start_s, self.limit_s = env.now, limit_s
+        self.done = None  # on_done is told instead: no event to schedule
         (out,) = self.outcomes
         proc = env.process(self._client(out))
-        leave_s = float(self._leave_times()[0])
+        leave_s = self.parts.devices.leave_time_s(out.client)
         timer: simpy.Event | None = None
         if limit_s is not None and limit_s < leave_s:
             timer, cause = LateTimeout(env, max(0.0, limit_s - env.now)), "limit"
@@ -256,8 +280,13 @@ class Exchange:
         if out.order < len(self.turns) and not self.turns[out.order].triggered:
             self.turns[out.order].succeed()
         everyone = self.n_finished == len(self.outcomes)
-        if (everyone or self.n_completed >= self.target) and not self.done.triggered:
-            self.done.succeed()
+        done = self.done
+        if (
+            done is not None
+            and (everyone or self.n_completed >= self.target)
+            and not done.triggered
+        ):
+            done.succeed()
 
     # -- one client -----------------------------------------------------------------------
 
@@ -287,6 +316,8 @@ class Exchange:
         self._log("download_start", c, bits=bits)
         if mode == "instant":
             transfer = Transfer(c, bits, env.now, env.now)
+        elif self._multicast is None and self.parts.download_steps is not None:
+            transfer = yield from self.parts.download_steps(c, bits)  # no process of its own
         else:
             multicast = self._multicast
             step = multicast if multicast is not None else self.parts.network.download(env, c, bits)
@@ -340,8 +371,11 @@ class Exchange:
         out.upload_start_s = env.now
         self._log("upload_start", c, bits=bits)
         phase.busy, phase.since_s = "transmit", env.now
-        step = phase.step = self.parts.network.upload(env, c, bits)
-        transfer = yield step
+        if self.parts.upload_steps is not None:
+            transfer = yield from self.parts.upload_steps(c, bits)  # no process of its own
+        else:
+            step = phase.step = self.parts.network.upload(env, c, bits)
+            transfer = yield step
         phase.busy, phase.step = None, None
         assert transfer is not None
         self.parts.energy.transmit(c, transfer.duration_s)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 
 from netfl.fl.exchange import Outcome
 from netfl.selection.base import RoundFeedback
 from netfl.trace.tables import RoundRecord
+
+
+class Frozen(Protocol):
+    """Something that reads the reports later and can read them all at once now."""
+
+    def freeze(self) -> None: ...
 
 
 class ReportedTimes:
@@ -29,8 +37,25 @@ class ReportedTimes:
         self.update_s = np.zeros(n_clients)
         self.upload_s = np.zeros(n_clients)
         self.misses = np.zeros(n_clients, dtype=np.int64)
+        self._readers: weakref.WeakSet[Frozen] = weakref.WeakSet()
+
+    def read_later(self, reader: Frozen) -> None:
+        """``reader`` reads the reports as they are now, later: it is frozen (reads them)
+        before they next change, if it still exists then."""
+        self._readers.add(reader)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "_readers"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._readers = weakref.WeakSet()
 
     def observe(self, outcomes: list[Outcome], exchange_start_s: float) -> None:
+        if self._readers:  # contexts still alive that read the reports later
+            for reader in list(self._readers):
+                reader.freeze()
+            self._readers.clear()
         for out in outcomes:
             c = out.client
             if out.completed and out.upload is not None:

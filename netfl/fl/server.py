@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,8 +45,30 @@ from netfl.trace.timeline import Timeline
 POLL_ANSWER_BITS = 32.0
 
 
+#: Below this many items a Python loop beats numpy's per-call overhead.
+_FEW = 16
+
+_INTEGER = (int, np.integer)
+
+
 class StrategyContractError(RuntimeError):
     """A strategy returned an invalid selection or poll."""
+
+
+class _TrainingClock:
+    """Times a block spent in the learner (a class: contextlib's generator-based managers
+    cost several microseconds, paid several times per update under asynchrony)."""
+
+    __slots__ = ("server", "start")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.training_s += time.perf_counter() - self.start
 
 
 class Server:
@@ -113,13 +134,9 @@ class Server:
         #: evaluation): summary.json's ``wall_training_s``.
         self.training_s = 0.0
 
-    @contextmanager
-    def _training(self) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.training_s += time.perf_counter() - start
+    def _training(self) -> _TrainingClock:
+        """``with self._training():`` adds the block's process seconds to ``training_s``."""
+        return _TrainingClock(self)
 
     def use(self, strategy: Strategy, learner: Learner) -> None:
         """Talk to ``strategy`` and ``learner`` from the next round on: a checkpointed
@@ -299,7 +316,7 @@ class Server:
     def _distinct_candidates(ctx: SelectionContext, what: str, ids: Iterable[Any]) -> list[int]:
         """The strategy's ids as ints, if they are distinct integer candidates."""
         ids = list(ids)
-        if not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in ids):
+        if not all(isinstance(c, _INTEGER) and not isinstance(c, bool) for c in ids):
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
             )
@@ -308,8 +325,14 @@ class Server:
             return chosen
         # The server's candidates are sorted: membership by binary search, O(k log n).
         candidates = ctx.candidates
-        at = np.minimum(np.searchsorted(candidates, chosen), len(candidates) - 1)
-        known = len(candidates) > 0 and bool(np.all(candidates[at] == chosen))
+        n = len(candidates)
+        if len(chosen) <= _FEW:
+            known = all(
+                (at := int(candidates.searchsorted(c))) < n and candidates[at] == c for c in chosen
+            )
+        else:
+            rows = np.minimum(np.searchsorted(candidates, chosen), n - 1)
+            known = n > 0 and bool(np.all(candidates[rows] == chosen))
         if len(set(chosen)) != len(chosen) or not known:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
@@ -414,12 +437,13 @@ class Server:
         )
         self._end_record(record, outcomes)
         self.reported.observe(outcomes, distribution_start_s)
-        loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
-        with self._training():
-            signals = self.signals.feedback(result, record.selected)
-        self.strategy.observe(
-            round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
-        )
+        if self.strategy.observes:  # else no feedback to build (random selection)
+            loss = dict(zip(clients.tolist(), np.asarray(result.loss_mean).tolist(), strict=True))
+            with self._training():
+                signals = self.signals.feedback(result, record.selected)
+            self.strategy.observe(
+                round_feedback(record, outcomes, distribution_start_s, loss, features, signals)
+            )
         if self.on_round is not None:
             self.on_round(record)
 
@@ -443,17 +467,25 @@ class Server:
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
         status = self._count_outcomes(outcomes)
-        record.n_dropped = int(np.sum(status == "dropped"))
-        record.n_deadline_miss = int(np.sum(status == "deadline_miss"))
+        record.n_dropped = status.count("dropped")
+        record.n_deadline_miss = status.count("deadline_miss")
 
-    def _count_outcomes(self, outcomes: list[Outcome]) -> np.ndarray:
+    def _count_outcomes(self, outcomes: list[Outcome]) -> list[str]:
         """Add the outcomes to the per-client counters (a client may appear more than once);
         return their statuses."""
+        status = [o.status for o in outcomes]
+        if len(outcomes) <= _FEW:  # an asynchronous version's few: numpy costs more
+            counts = self.counts
+            for out in outcomes:
+                counts["selected"][out.client] += 1
+                if out.status in counts:
+                    counts[out.status][out.client] += 1
+            return status
         clients = np.array([o.client for o in outcomes], dtype=np.int64)
-        status = np.array([o.status for o in outcomes], dtype=str)
+        statuses = np.array(status, dtype=str)
         np.add.at(self.counts["selected"], clients, 1)
         for name in ("completed", "dropped", "deadline_miss"):
-            np.add.at(self.counts[name], clients[status == name], 1)
+            np.add.at(self.counts[name], clients[statuses == name], 1)
         return status
 
     def _evaluate(self, record: RoundRecord) -> None:

@@ -38,7 +38,7 @@ class StalenessWeight:
 
     def __call__(self, staleness: np.ndarray) -> np.ndarray:
         t = np.asarray(staleness, dtype=float)
-        if np.any(t < 0):
+        if (t < 0).any():
             raise ValueError("staleness is a count of versions, never negative")
         if self.kind == "constant":
             return np.ones_like(t)

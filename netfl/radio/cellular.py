@@ -180,10 +180,15 @@ class CellularNetwork:
     def _diversity_of(self, direction: str, client: int, sinr: float, alone: bool) -> Any:
         if not alone:
             return self.system.diversity(direction, sinr)
+        # Cached only where there is a gain: a cache of Nones (equal sharing, no fading)
+        # grew by the devices ever served, a dict the cyclic GC walked at every collection.
         key = (direction, client)
-        if key not in self._diversity:
-            self._diversity[key] = self.system.diversity(direction, sinr)
-        return self._diversity[key]
+        gain = self._diversity.get(key)
+        if gain is None:
+            gain = self.system.diversity(direction, sinr)
+            if gain is not None:
+                self._diversity[key] = gain
+        return gain
 
     def _slot_wait(self, direction: str, flow: Flow) -> Generator[simpy.Event, Any, None]:
         """TDD: wait for the direction's slots (:mod:`netfl.radio.air`); none in FDD/LTE."""
@@ -201,15 +206,26 @@ class CellularNetwork:
 
     def _upload(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer | None]:
         try:
-            grant_s = self.system.air.first_grant_s  # SR -> grant -> PUSCH, once per upload
-            if grant_s > 0:
-                yield self.env.timeout(grant_s)
-            start, cell = yield from self._leg(UL, client, bits)
-            for link in self.backhaul[int(self.cell_site[cell])]:
-                yield from link.carry(bits)
+            return (yield from self.upload_steps(client, bits))
         except simpy.Interrupt:
             return None  # the leg in progress released its share
+
+    def upload_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
+        """:meth:`upload` as steps of the caller's own process (``yield from``): no
+        process of its own, two SimPy events fewer a transfer. Interrupting the caller
+        cancels the transfer (the leg in progress releases its share) and reaches it."""
+        grant_s = self.system.air.first_grant_s  # SR -> grant -> PUSCH, once per upload
+        if grant_s > 0:
+            yield self.env.timeout(grant_s)
+        start, cell = yield from self._leg(UL, client, bits)
+        for link in self.backhaul[int(self.cell_site[cell])]:
+            yield from link.carry(bits)
         return Transfer(client, bits, start, self.env.now)
+
+    def download_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
+        """:meth:`download` as steps of the caller's own process (see :meth:`upload_steps`)."""
+        cell = int(self.devices.serving[client])
+        return (yield from self._cell_download(cell, [client], bits, False))[client]
 
     # -- the radio leg, through handovers -----------------------------------------------
 

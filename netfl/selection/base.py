@@ -24,8 +24,9 @@ import difflib
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -51,7 +52,10 @@ POLL_SIGNALS = frozenset({"poll_loss", "update_vector"})
 def _frozen(array: np.ndarray) -> np.ndarray:
     """A read-only view (no copy: the server hands over arrays it does not touch again;
     a strategy cannot write through the view)."""
-    view = np.asarray(array).view()
+    array = np.asarray(array)
+    if not array.flags.writeable:
+        return array  # read-only already (the server hands some out as such)
+    view = array.view()
     view.setflags(write=False)
     return view
 
@@ -133,9 +137,82 @@ class SelectionContext:
     def __post_init__(self) -> None:
         if len(self.misses) != len(self.candidates):
             object.__setattr__(self, "misses", np.zeros(len(self.candidates), dtype=np.int64))
-        for name in ("candidates", "update_time_s", "upload_time_s", "n_samples", "misses"):
+        for name in ("candidates", *DEFERRED_COLUMNS):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "features", {k: _frozen(v) for k, v in self.features.items()})
+
+    @classmethod
+    def deferred(
+        cls,
+        columns: Callable[[str], np.ndarray],
+        feature_names: Sequence[str],
+        feature: Callable[[str], np.ndarray],
+        **fields: Any,
+    ) -> SelectionContext:
+        """A context whose per-candidate arrays are computed when a strategy first reads
+        them: ``columns(name)`` for :data:`DEFERRED_COLUMNS`, ``feature(name)`` for each of
+        ``feature_names``. For servers that select often among many candidates (the
+        asynchronous protocols: a selection per freed slot), where a strategy such as
+        random selection reads none of them. ``fields`` are the other fields; the caller
+        makes sure the values do not change once the context is made (they are read
+        later)."""
+        ctx = object.__new__(cls)
+        for spec in dataclass_fields(cls):  # the defaults of the fields not given
+            if spec.name not in (*DEFERRED_COLUMNS, "features", *fields):
+                make = spec.default_factory
+                default = spec.default if make is MISSING else make()
+                object.__setattr__(ctx, spec.name, default)
+        for name, value in fields.items():
+            object.__setattr__(ctx, name, value)
+        object.__setattr__(ctx, "candidates", _frozen(fields["candidates"]))
+        object.__setattr__(ctx, "features", _DeferredFeatures(feature_names, feature))
+        object.__setattr__(ctx, "_columns", columns)
+        return ctx
+
+    if not TYPE_CHECKING:  # typed as the fields above
+
+        def __getattr__(self, name: str) -> Any:
+            # Only called for an attribute not set: a deferred column read the first time.
+            columns = self.__dict__.get("_columns")
+            if columns is None or name not in DEFERRED_COLUMNS:
+                raise AttributeError(name)
+            value = _frozen(columns(name))
+            object.__setattr__(self, name, value)
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every array computed (a pickled context does not hold the server)."""
+        state = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+        state["features"] = dict(self.features)
+        return state
+
+
+#: The per-candidate arrays of a :class:`SelectionContext` that
+#: :meth:`SelectionContext.deferred` computes when first read.
+DEFERRED_COLUMNS = ("update_time_s", "upload_time_s", "n_samples", "misses")
+
+
+class _DeferredFeatures(Mapping[str, np.ndarray]):
+    """Features computed when first read (read-only arrays, kept once computed)."""
+
+    def __init__(self, names: Sequence[str], make: Callable[[str], np.ndarray]) -> None:
+        self._names = names
+        self._make = make
+        self._made: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        made = self._made.get(name)
+        if made is None:
+            if name not in self._names:
+                raise KeyError(name)
+            made = self._made[name] = _frozen(self._make(name))
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 @dataclass(frozen=True)

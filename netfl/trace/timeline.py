@@ -117,6 +117,9 @@ SCHEMA = pa.schema(
 )
 
 
+#: At most this many rows: :meth:`Timeline.record_many` appends them one by one.
+_FEW_ROWS = 16
+
 #: numpy's types of the ``array`` module's "i" and "h" items on this platform.
 _INT = np.dtype(f"i{array('i').itemsize}")
 _SHORT = np.dtype(f"i{array('h').itemsize}")
@@ -187,12 +190,6 @@ class Timeline:
         if not values.keys() <= self._rows.keys():
             raise KeyError(f"not timeline columns: {sorted(values.keys() - self._rows.keys())}")
 
-    def _store(self, name: str, value: Any) -> None:
-        if name in self._values:
-            self._values[name].append(value)
-        else:
-            self._optional[name].append(value)
-
     def record(
         self, t_s: float, kind: str, round: int = -1, client: int = -1, **values: float | str
     ) -> None:
@@ -200,19 +197,31 @@ class Timeline:
         if values:
             self._check(values)
             row = len(self._t)
+            rows, numbers = self._rows, self._values
             for name, value in values.items():
-                self._rows[name].append(row)
-                self._store(name, value)
+                rows[name].append(row)
+                column = numbers.get(name)
+                if column is not None:
+                    column.append(value)  # type: ignore[arg-type]
+                else:
+                    self._optional[name].append(value)
         self._t.append(t_s)
         self._round.append(round)
         self._client.append(client)
-        self._kind.append(self._code(kind))
+        code = self._codes.get(kind)
+        self._kind.append(code if code is not None else self._code(kind))
 
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
     ) -> None:
         """Append one event per client, all at ``t_s`` with the same values (``clients``:
         any iterable of ints; a numpy array is appended without a Python loop)."""
+        if isinstance(clients, list) and 0 < len(clients) <= _FEW_ROWS:
+            # numpy's per-call cost is more than a few rows appended one by one (the
+            # asynchronous protocols select a client or two at a time); same rows.
+            for client in clients:  # array("d") stores a value as float(value) would
+                self.record(t_s, kind, int(round), int(client), **values)
+            return
         ids = (
             np.fromiter(clients, dtype=np.int64) if not isinstance(clients, np.ndarray) else clients
         )
