@@ -11,15 +11,17 @@ rounds, 1 MB models, FTP Model 1 background in both directions) on:
 - ``multicell-update``: the same with the radio update at ``radio.update_interval_s`` 0.1 s
   (the default) instead of off.
 
-Prints one JSON line: the wall time of ``env.run``, the flows (FL transfers plus background
-files) and the wall time per flow. Every key that differs between the engine and the code
-before it is written out, so the same run can be measured on the previous commit with
-``--legacy`` (which leaves out the keys that did not exist: ``device_sites``,
-``update_interval_s``). Side by side (docs/benchmarks.md):
+Prints one JSON line: the wall and CPU time of ``env.run``, the flows (FL transfers plus
+background files) and the time per flow (CPU time is what to compare on a loaded machine).
+Every key that differs between the engine and the code before it is written out, so the
+same run can be measured on the previous commit with ``--legacy`` (which leaves out the keys
+that did not exist: ``device_sites``, ``update_interval_s``). Side by side, interleaving the
+two trees (docs/benchmarks.md)::
 
-    farm-bench -n 7 \\
-        --vs "sh -c 'cd OLD && .venv/bin/python /tmp/engine_bench.py single --legacy'" \\
-        -- sh -c 'cd NEW && .venv/bin/python -m benchmarks.engine_bench single'
+    for i in 1 2 3 4 5 6 7; do
+        (cd OLD && .venv/bin/python /tmp/engine_bench.py single --legacy)
+        (cd NEW && .venv/bin/python -m benchmarks.engine_bench single)
+    done
 """
 
 from __future__ import annotations
@@ -117,13 +119,20 @@ def main() -> None:
     from netfl.world import build_world
 
     world = build_world(scenario_from_data(scenario(args.variant, args.rounds, args.legacy)))
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     world.env.run(until=world.env.process(world.server.run()))
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     n = flows(world.network)
     print(
         json.dumps(
-            {"variant": args.variant, "wall_s": wall, "flows": n, "us_per_flow": wall / n * 1e6}
+            {
+                "variant": args.variant,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "flows": n,
+                "us_per_flow": wall / n * 1e6,
+                "cpu_us_per_flow": cpu / n * 1e6,
+            }
         )
     )
 
