@@ -120,7 +120,11 @@ def main() -> None:
 
     world = build_world(scenario_from_data(scenario(args.variant, args.rounds, args.legacy)))
     start, start_cpu = time.perf_counter(), time.process_time()
-    world.env.run(until=world.env.process(world.server.run()))
+    run = getattr(world, "run", None)  # as netfl simulate runs it (absent before issue 27)
+    if run is not None:
+        run()
+    else:
+        world.env.run(until=world.env.process(world.server.run()))
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     n = flows(world.network)
     print(
