@@ -87,6 +87,27 @@ def test_each_plugin_passes_its_conformance_check(on_path, tmp_path):
     check_model(small_cnn, dataset.input_shape, dataset.n_classes)
 
 
+def test_the_trimmed_mean_drops_the_extremes_of_each_coordinate(on_path):
+    """Yin et al. 2018, Definition 2, by hand: five clients, beta = 0.2 trims one value at
+    each end of every coordinate; the data sizes do not weigh."""
+    import torch
+    from netfl_plugin_example.aggregation import trimmed_mean
+
+    from netfl.learning.aggregation.base import ClientUpdates, validate_params
+
+    stacked = torch.tensor([[1.0, -50.0], [2.0, 0.0], [3.0, 1.0], [4.0, 2.0], [100.0, 3.0]])
+    updates = ClientUpdates(
+        current={"w": torch.zeros(2)},
+        stacked={"w": stacked},
+        weights=torch.tensor([1.0, 1.0, 1.0, 1.0, 1000.0]),
+    )
+    parameters, state = trimmed_mean(updates, {}, beta=0.2)
+    assert parameters["w"].tolist() == [3.0, 1.0] and state == {}
+    assert trimmed_mean(updates, {}, beta=0.0)[0]["w"].tolist() == pytest.approx([22.0, -8.8])
+    with pytest.raises(ValueError, match="beta"):
+        validate_params(trimmed_mean, {"beta": 0.5})
+
+
 def test_the_log_distance_model_is_free_space_at_one_metre():
     """FSPL(1 m, 2 GHz) = 20 log10(4 pi 2e9 / c) = 38.46 dB (Rappaport eq. (4.5)); every
     decade of distance adds 10 n dB."""
@@ -109,6 +130,7 @@ def test_the_plugins_are_listed_by_their_entry_point_names(on_path, capsys):
         ("log_distance", "netfl_plugin_example.channel:LOG_DISTANCE"),
         ("small_cnn", "netfl_plugin_example.model:small_cnn"),
         ("npz", "netfl_plugin_example.dataset:load_npz"),
+        ("trimmed_mean", "netfl_plugin_example.aggregation:trimmed_mean"),
     ):
         assert re.search(rf"^  {name}\s+\(plug-in from {target}\)$", out, re.MULTILINE), name
 
@@ -131,6 +153,7 @@ def test_the_example_scenario_validates_and_runs(on_path, tmp_path, capsys):
     assert summary["final_accuracy"] > 0.9  # 4 classes; 1.0 in 8 rounds with seed 1
     resolved = (out / "scenario.resolved.yaml").read_text()
     assert "channel_model: log_distance" in resolved and "model: small_cnn" in resolved
+    assert "name: trimmed_mean" in resolved
 
 
 def _write_module(folder: Path, name: str, text: str) -> None:
