@@ -6,9 +6,9 @@ under several ``radio.update_interval_s``: ``0`` (every link in flight recompute
 change of the interference: the exact fluid model), the default ``0.1``, ``1`` and
 ``null`` (the multi-cell model before the update: a transfer keeps the SINR it started
 with). For each it prints the FL uploads' duration percentiles, the mean round time, the
-updates and rate changes, and the CPU time of the run (median over the seeds); and, against the exact run of
-the same seed, the relative difference of the upload-duration percentiles (common random
-numbers: the same drop, traffic and selection streams).
+updates and rate changes, and the CPU time of the run (median over the seeds); and, against
+the exact run of the same seed, the relative difference of the upload-duration percentiles
+(common random numbers: the same drop, traffic and selection streams).
 
 Run: ``python -m benchmarks.radio_update [--seeds 3] [--budget 600]`` (docs/radio.md,
 "The radio update"; docs/benchmarks.md).
