@@ -282,3 +282,29 @@ def test_the_rb_log_of_a_layout_names_the_cell(tmp_path):
     cells = world.client_columns["cell"]
     fl = rows[rows["client"] >= 0]
     assert (fl["cell"].to_numpy() == np.asarray(cells)[fl["client"].to_numpy()]).all()
+
+
+@pytest.mark.parametrize("update_interval_s", [0.1, None])
+def test_a_background_user_drowned_by_interference_waits_for_the_update(
+    update_interval_s, monkeypatch
+):
+    """A background user with coverage whose SINR the interference of the moment puts below
+    the lowest MCS starts at rate 0 (the radio update brings its rate back; a moving FL
+    device next to a neighbour's BS did this to a whole cell's uplink users). Without the
+    update nothing would, so it is skipped, and a cell where every user is drowned is an
+    error, as one without coverage."""
+    from netfl.radio.traffic import CellUsers, LayoutUsers
+
+    data = _multicell()
+    data["radio"]["update_interval_s"] = update_interval_s
+    _, build = _build(data)
+    cells = build.network.cells
+    pool = LayoutUsers(build.network.system, np.random.default_rng(1))
+    users = CellUsers(pool, cells, 0, UL)
+    monkeypatch.setattr(cells, "link_interference_mw", lambda link: 1.0e9)
+    if update_interval_s is None:
+        with pytest.raises(ValueError, match="no background user of cell 0 has coverage"):
+            users.next()
+        return
+    rate, _, link = users.next()
+    assert rate == 0.0 and link is not None and link.cell == 0

@@ -105,13 +105,19 @@ class LayoutUsers:
 class CellUsers:
     """Background users of one cell and direction (from a :class:`LayoutUsers` pool).
 
-    ``next()`` evaluates the user's SINR against what the cells emit when its flow starts;
-    users below the lowest rate (no coverage) are skipped: they would never be served.
+    ``next()`` evaluates the user's SINR against what the cells emit when its flow starts.
+    A user below the lowest rate even without interference (no coverage) is skipped: it
+    would never be served. One with coverage whom the interference of the moment puts below
+    it starts at rate 0 and waits for the radio update to bring its rate back (as a flow in
+    flight does when interference rises), rather than being replaced by a luckier user;
+    without the update (``radio.update_interval_s: null``) nothing would bring it back, so
+    it is skipped as well.
     """
 
     def __init__(self, pool: LayoutUsers, cells: Cells, cell: int, direction: str) -> None:
         self.pool, self.cells, self.cell, self.direction = pool, cells, cell, direction
         self.system = pool.system
+        self._waits = getattr(self.system.config, "update_interval_s", None) is not None
 
     def next(self) -> tuple[float, Diversity, RadioLink | None]:
         system, direction = self.system, self.direction
@@ -122,9 +128,15 @@ class CellUsers:
             interference = self.cells.link_interference_mw(link)
             sinr = system.sinr_db(direction, np.array(link.signal_db), interference)
             rate = float(system.rate_per_rb(direction, sinr))
-            if rate > 0:
+            if rate > 0 or (self._waits and _covered(system, direction, link)):
                 return rate, system.diversity(direction, float(sinr)), link
         raise ValueError(f"no background user of cell {self.cell} has coverage")
+
+
+def _covered(system: RadioSystem, direction: str, link: RadioLink) -> bool:
+    """Whether the link gets a rate without interference (else it is never served)."""
+    snr = system.sinr_db(direction, np.array(link.signal_db), 0.0)
+    return bool(system.rate_per_rb(direction, snr) > 0)
 
 
 class FlowLog:
