@@ -19,10 +19,12 @@ from channel_models.itu_m2135 import UMI_NLOS
 from netfl.cli import main
 from netfl.errors import RadioWarning, ScenarioError
 from netfl.radio.build import build_radio, radio_system
+from netfl.radio.cells import DL, UL
 from netfl.radio.checks import offered_load
 from netfl.radio.traffic import nominal_user_rates
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
+from netfl.simulation import simulate
 from netfl.trace.timeline import Timeline
 from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
@@ -304,15 +306,30 @@ def test_list_shows_the_channel_models(capsys):
         assert f"  {name} " in out
 
 
-def test_devices_without_coverage_need_a_deadline():
-    overrides = ["cell.radius_m=2000", "radio.rate_mapping={kind: lte_cqi}"]
+def test_devices_without_coverage_are_out_of_service(tmp_path):
+    """A device below the lowest CQI even alone in the cell (600 m radius, lte_cqi) could
+    never finish a transfer: it never answers a resource request, so no round waits for it
+    (before, a round without deadline hung until the time budget), and the build says so
+    once. A cell where no device has coverage is refused."""
+    overrides = ["cell.radius_m=600", "radio.rate_mapping={kind: lte_cqi}", "fl.rounds=30"]
+    overrides.append("fl.time_budget_s=3600")  # bounds the run were a round to hang
     scenario = scenario_from_data(_base(), overrides=overrides)
-    with pytest.raises(ScenarioError, match="no coverage") as info:
-        build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
-    assert info.value.problems[0].key == "radio.rate_mapping"
-    scenario = scenario_from_data(_base(), overrides=[*overrides, "fl.deadline_s=10"])
     with pytest.warns(RadioWarning, match="no coverage"):
-        build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
+        build = build_radio(scenario, simpy.Environment(), Streams(0), Timeline(), 10)
+    alone = build.network.devices.alone_rate_per_rb_bps
+    dead = np.flatnonzero((alone[UL] <= 0) | (alone[DL] <= 0))
+    assert 0 < len(dead) < 10  # the case this test is about
+    assert not build.network.covered(dead).any()
+    with pytest.warns(RadioWarning, match="no coverage"):
+        run = simulate(scenario, tmp_path / "run").run_dir
+    timeline = pd.read_parquet(run / "timeline.parquet")
+    answered = timeline[timeline.kind == "response"]["client"]
+    assert len(answered) and not answered.isin(dead).any()
+    assert (pd.read_parquet(run / "rounds.parquet")["n_completed"] > 0).all()
+    far = scenario_from_data(_base(), overrides=[*overrides, "cell.radius_m=2000"])
+    with pytest.raises(ScenarioError, match="no coverage") as info:
+        build_radio(far, simpy.Environment(), Streams(0), Timeline(), 10)
+    assert info.value.problems[0].key == "radio.rate_mapping"
 
 
 def _rb_in_use(timeline: pd.DataFrame, direction: str) -> tuple[np.ndarray, np.ndarray]:

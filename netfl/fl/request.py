@@ -63,6 +63,9 @@ class ResourceRequest:
         if self.config.request_time_s > 0:
             yield env.timeout(self.config.request_time_s)
         here = asked[self.parts.devices.available(asked)]
+        covered = getattr(self.parts.network, "covered", None)  # a radio with coverage
+        if covered is not None:
+            here = here[covered(here)]
         bits = self._response_bits(here)
         if not np.any(bits > 0):
             timeline.record_many(env.now, "response", r, here)

@@ -260,9 +260,10 @@ def _rb_log(
 
 
 def _coverage(scenario: Scenario, devices: DeviceLinks) -> None:
-    """Devices with a zero rate (below the lowest CQI) could never finish a transfer: alone
-    in the network, or, when a transfer keeps the SINR it started with (no radio update), at
-    the nominal load."""
+    """Devices with a zero rate alone in the network (below the lowest MCS) are out of
+    service: they never answer a resource request (``CellularNetwork.covered``), which is
+    said once. Devices with a zero rate at the nominal load could never finish a transfer
+    that keeps the SINR it started with (no radio update)."""
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     stops = scenario.fl.deadline_s is not None or scenario.fl.time_budget_s is not None
@@ -270,13 +271,14 @@ def _coverage(scenario: Scenario, devices: DeviceLinks) -> None:
     dead = (alone[UL] <= 0) | (alone[DL] <= 0)
     if dead.any():
         message = (
-            f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 under the"
-            " rate mapping, e.g. below CQI 1): their transfers never finish; shrink"
-            " cell.radius_m, raise the transmit power, spread it over fewer RBs"
-            " (uplink.rb_per_flow), or use another rate mapping"
+            f"{int(dead.sum())} of {dead.size} devices have no coverage (rate 0 alone in the"
+            " network under the rate mapping: below its lowest MCS): they are out of service"
+            " and never answer a resource request; to bring them in, shrink the cells, raise"
+            " the transmit power, spread it over fewer RBs (uplink.rb_per_flow), lower the"
+            " indoor share or its losses, or use another rate mapping"
         )
-        if not stops:
-            raise ScenarioError.single("radio.rate_mapping", message + " (or set fl.deadline_s)")
+        if dead.all():
+            raise ScenarioError.single("radio.rate_mapping", message)
         warnings.warn(f"radio.rate_mapping: {message}", RadioWarning, stacklevel=3)
         return
     nominal = devices.nominal_rate_per_rb_bps

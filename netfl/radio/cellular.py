@@ -129,6 +129,19 @@ class CellularNetwork:
             features[Feature.HANDOVERS] = counts[clients].astype(float)
         return features
 
+    def covered(self, clients: np.ndarray) -> np.ndarray:
+        """Which ``clients`` have coverage: a rate above 0 in both directions when alone in
+        the network. A device without it is out of service (not connected): it never
+        answers a resource request (netfl/fl/request.py), instead of being selected for a
+        transfer that never ends. A moving device counts as covered: its links change, and
+        losing them is a radio link failure."""
+        alone = self.devices.alone_rate_per_rb_bps
+        clients = np.asarray(clients, dtype=np.int64)
+        covered = (alone[UL][clients] > 0) & (alone[DL][clients] > 0)
+        if self.motion is not None:
+            covered |= self.motion.speed_mps[clients] > 0
+        return covered
+
     def client_totals(self) -> dict[str, np.ndarray]:
         """Per-client radio counters for ``clients.parquet`` (handovers of moving devices)."""
         if self.motion is None:
