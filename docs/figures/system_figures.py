@@ -293,13 +293,21 @@ def async_compare(runs: Runs, out: Path) -> None:
 
 def mobility_label(run: Run) -> str:
     """The strategy and whether the devices move: ``FedCS, moving`` or ``FedCS, static``."""
-    groups = run.scenario_dict["devices"]["groups"]
-    moving = any(
-        float((g.get("mobility") or {}).get("speed_mps", 0) or 0) != 0
-        or isinstance((g.get("mobility") or {}).get("speed_mps"), dict)
-        for g in groups
-    )
+    speeds = [(g.get("mobility") or {}).get("speed_mps", 0) for g in _groups(run)]
+    moving = any(_positive(v) for v in speeds)
     return f"{short_label(run)}, {'moving' if moving else 'static'}"
+
+
+def _groups(run: Run) -> list[dict]:
+    return list(run.scenario_dict["devices"]["groups"])
+
+
+def _positive(speed: object) -> bool:
+    """A speed key as written or resolved (a number, or a distribution: ``constant`` with
+    its ``value``, any other kind moves)."""
+    if isinstance(speed, dict):
+        return speed.get("dist") != "constant" or float(speed.get("value", 0)) != 0
+    return float(speed or 0) != 0  # type: ignore[arg-type]
 
 
 def _mean_round_s(run: Run) -> float:
