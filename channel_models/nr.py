@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import cached_property
 from statistics import NormalDist
 
 import numpy as np
@@ -209,9 +210,10 @@ class NrCqi:
             if len(t) != 15 or any(b <= a for a, b in itertools.pairwise(t)):
                 raise ValueError("sinr_thresholds_db needs 15 increasing values (CQI 1..15)")
 
-    @property
+    @cached_property
     def thresholds_db(self) -> np.ndarray:
-        """SINR (dB) from which each CQI 1..15 is used."""
+        """SINR (dB) from which each CQI 1..15 is used (computed once: every rate lookup
+        reads it, and the normal approximation's bisection costs about a millisecond)."""
         if self.sinr_thresholds_db is not None:
             return np.asarray(self.sinr_thresholds_db, dtype=float)
         linear = awgn_rate_sinr(
