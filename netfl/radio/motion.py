@@ -149,10 +149,6 @@ class Motion:
         #: A device's channel is re-evaluated once it has moved this far since the last time.
         self.step_m = scenario.radio.channel_step_m  # type: ignore[union-attr]
         self.pending_m = np.zeros(len(self.rows))
-        # The moving devices' coupling gains to every cell, dB and linear: they change only
-        # in _follow, and the handover reads them at every update.
-        self._gain_db = network.devices.gain_db[rows]
-        self._gain_mw = db_to_mw(self._gain_db)
 
     @property
     def speed_mps(self) -> np.ndarray:
@@ -200,21 +196,21 @@ class Motion:
         )
         devices = self.network.devices
         devices.gain_db[rows] = coupling
-        self._gain_db[due] = coupling
-        self._gain_mw[due] = db_to_mw(coupling)
         serving = devices.serving[rows]
         devices.ul_power_db[rows] = system.ul_power_db(-coupling[np.arange(len(rows)), serving])
         self.cells.follow(rows, devices.gain_db, devices.ul_power_db)
 
     def _hand_over(self, now_s: float, dt_s: float) -> None:
-        rsrp = self.system.dl_power_db + self._gain_db
-        events = self.handover.step(now_s, dt_s, rsrp, self._dl_sinr_db())
+        devices, rows = self.network.devices, self.rows
+        gain_db = devices.gain_db[rows]
+        rsrp = self.system.dl_power_db + gain_db
+        events = self.handover.step(now_s, dt_s, rsrp, self._dl_sinr_db(gain_db))
         self._apply(events)
 
-    def _dl_sinr_db(self) -> np.ndarray:
+    def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
         serving = self.network.devices.serving[self.rows]
-        gain_db, mw = self._gain_db, self._gain_mw
+        mw = db_to_mw(gain_db)
         own = mw[np.arange(len(mw)), serving]
         occupancy = self.cells.occupancy[DL]
         seen = np.maximum(mw @ occupancy - own * occupancy[serving], 0.0)
