@@ -19,6 +19,7 @@ radially onto the boundary of its nearest site's hexagon. Every refusal is one
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,27 +94,27 @@ def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
         c: pd.to_numeric(frame[c].str.strip(), errors="coerce").to_numpy() for c in CSV_COLUMNS
     }
     bad = ~np.all([np.isfinite(v) for v in values.values()], axis=0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise ScenarioError.single(
-            key,
-            f"expected time_s, device, x_m, y_m as finite numbers, got"
-            f" {[frame[c].iloc[row] for c in CSV_COLUMNS]}",
-            path,
-            line=row + 2,
-        )
+    _refuse_first(
+        bad,
+        key,
+        path,
+        lambda row: (
+            "expected time_s, device, x_m, y_m as finite numbers, got"
+            f" {[frame[c].iloc[row] for c in CSV_COLUMNS]}"
+        ),
+    )
     device = values["device"]
     last = first_device + count - 1
     unknown = (device != np.round(device)) | (device < first_device) | (device > last)
-    if unknown.any():
-        row = int(np.flatnonzero(unknown)[0])
-        raise ScenarioError.single(
-            key,
+    _refuse_first(
+        unknown,
+        key,
+        path,
+        lambda row: (
             f"unknown device {frame['device'].iloc[row]}: this group has devices"
-            f" {first_device}..{last}",
-            path,
-            line=row + 2,
-        )
+            f" {first_device}..{last}"
+        ),
+    )
     local = device.astype(np.int64) - first_device
     absent = np.setdiff1d(np.arange(count), local)
     if len(absent):
@@ -244,3 +245,11 @@ def _format_from_name(path: str, key: str) -> str:
     raise ScenarioError.single(
         key, f"cannot tell the format of {path!r} from its name: set format (csv or sumo_fcd)"
     )
+
+
+def _refuse_first(rows: np.ndarray, key: str, path: str, message: Callable[[int], str]) -> None:
+    """Refuse the file at the first data row where ``rows`` is true (its line: row + 2,
+    after the header), with ``message(row)``."""
+    if rows.any():
+        row = int(np.flatnonzero(rows)[0])
+        raise ScenarioError.single(key, message(row), path, line=row + 2)
