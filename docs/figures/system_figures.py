@@ -293,13 +293,10 @@ def async_compare(runs: Runs, out: Path) -> None:
 
 def mobility_label(run: Run) -> str:
     """The strategy and whether the devices move: ``FedCS, moving`` or ``FedCS, static``."""
-    speeds = [(g.get("mobility") or {}).get("speed_mps", 0) for g in _groups(run)]
+    groups = run.scenario_dict["devices"]["groups"]
+    speeds = [(g.get("mobility") or {}).get("speed_mps", 0) for g in groups]
     moving = any(_positive(v) for v in speeds)
     return f"{short_label(run)}, {'moving' if moving else 'static'}"
-
-
-def _groups(run: Run) -> list[dict]:
-    return list(run.scenario_dict["devices"]["groups"])
 
 
 def _positive(speed: object) -> bool:
