@@ -364,7 +364,9 @@ def main(argv: list[str] | None = None) -> None:
         "async": async_compare,
         "mobility": mobility,
     }[args.which]
-    draw(runs, Path(args.out))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    draw(runs, out)
 
 
 if __name__ == "__main__":
