@@ -124,6 +124,13 @@ class Devices:
         n = len(self.n_samples)
         self.capacity_sps = self.compute_sps.copy()
         self.cpu_ratio = np.ones(n)
+        # Groups whose capability is the same every round (no fluctuation, a constant CPU
+        # ratio: nothing drawn) set it once, not once a round over all their devices.
+        self._fixed_capacity = [
+            g.compute_fluctuation_eta is None and isinstance(g.available_cpu_ratio, Constant)
+            for g in self.groups
+        ]
+        self._capacity_set = [False] * len(self.groups)
         self.time_factor = np.ones(n)
         self.n_background = np.zeros(n, dtype=np.int64)
         self.queues: dict[int, BackgroundQueue] = {}
@@ -148,12 +155,14 @@ class Devices:
         self.round, self.round_start_s = round, self.env.now
         self.warm = self.selected_round == round - 1
         self.queues.clear()
-        for g, s in zip(self.groups, self.slices, strict=True):
-            mean = self.compute_sps[s]
-            fluct = g.compute_fluctuation_eta
-            sps = mean if fluct is None else sample_mab_cs(mean, fluct, self.rng["fluctuation"])
-            self.cpu_ratio[s] = g.available_cpu_ratio.sample(self.rng["cpu"], g.count)
-            self.capacity_sps[s] = sps * self.cpu_ratio[s]
+        for i, (g, s) in enumerate(zip(self.groups, self.slices, strict=True)):
+            if not (self._fixed_capacity[i] and self._capacity_set[i]):
+                mean = self.compute_sps[s]
+                fluct = g.compute_fluctuation_eta
+                sps = mean if fluct is None else sample_mab_cs(mean, fluct, self.rng["fluctuation"])
+                self.cpu_ratio[s] = g.available_cpu_ratio.sample(self.rng["cpu"], g.count)
+                self.capacity_sps[s] = sps * self.cpu_ratio[s]
+                self._capacity_set[i] = True
             a = g.exchange_noise
             if a > 0:
                 self.time_factor[s] = 1 + self.rng["noise"].uniform(-a, a, g.count)

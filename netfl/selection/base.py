@@ -21,6 +21,7 @@ one declaration of what a strategy needs; ``poll_signal`` is derived from it.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import math
 from abc import ABC, abstractmethod
@@ -157,16 +158,14 @@ class SelectionContext:
         makes sure the values do not change once the context is made (they are read
         later)."""
         ctx = object.__new__(cls)
-        for spec in dataclass_fields(cls):  # the defaults of the fields not given
-            if spec.name not in (*DEFERRED_COLUMNS, "features", *fields):
-                make = spec.default_factory
-                default = spec.default if make is MISSING else make()
-                object.__setattr__(ctx, spec.name, default)
-        for name, value in fields.items():
-            object.__setattr__(ctx, name, value)
-        object.__setattr__(ctx, "candidates", _frozen(fields["candidates"]))
-        object.__setattr__(ctx, "features", _DeferredFeatures(feature_names, feature))
-        object.__setattr__(ctx, "_columns", columns)
+        state = ctx.__dict__  # frozen: filled directly, as object.__setattr__ would
+        for name, default, make in _defaults(cls):  # the fields not given
+            if name not in fields:
+                state[name] = default if make is None else make()
+        state.update(fields)
+        state["candidates"] = _frozen(fields["candidates"])
+        state["features"] = _DeferredFeatures(feature_names, feature)
+        state["_columns"] = columns
         return ctx
 
     if not TYPE_CHECKING:  # typed as the fields above
@@ -185,6 +184,19 @@ class SelectionContext:
         state = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
         state["features"] = dict(self.features)
         return state
+
+
+@functools.cache
+def _defaults(cls: type[SelectionContext]) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    """``(name, default, default factory)`` of the fields :meth:`SelectionContext.deferred`
+    fills with their defaults when not given (the deferred columns and the features are
+    its own)."""
+    out = []
+    for spec in dataclass_fields(cls):
+        if spec.name not in (*DEFERRED_COLUMNS, "features"):
+            make = spec.default_factory
+            out.append((spec.name, spec.default, None if make is MISSING else make))
+    return tuple(out)
 
 
 #: The per-candidate arrays of a :class:`SelectionContext` that

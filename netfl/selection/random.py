@@ -31,6 +31,12 @@ class RandomSelection(Strategy):
             return []
         if self.weighted:
             chosen = draw_by_size(ctx.candidates, ctx.n_samples, k, self.rng)
+        elif k == 1:
+            # ``choice(candidates, 1, replace=False)`` is one step of Floyd's algorithm: one
+            # bounded integer in [0, n), the very draw ``integers(n)`` makes (same value,
+            # same generator state after; tests/test_selection.py checks it), without
+            # choice's per-call work (the asynchronous protocols select one at a time).
+            return [int(ctx.candidates[self.rng.integers(len(ctx.candidates))])]
         else:
             chosen = self.rng.choice(ctx.candidates, size=k, replace=False)
         return [int(c) for c in np.asarray(chosen)]
