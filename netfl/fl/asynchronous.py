@@ -21,15 +21,17 @@ download. Real training happens when an update is first needed, in one batch for
 client started on the same version (:mod:`netfl.learning.versions`).
 
 An update pays alone for what a synchronous round shares among its clients, so the
-per-update path is kept to what it must do (issue 27, ``docs/benchmarks.md``): the idle
-candidates are kept up to date as clients start and finish (not recomputed from the pool
-at every refill), the strategy's context computes a candidate array only if the strategy
-reads it (:meth:`~netfl.selection.base.SelectionContext.deferred`), and the server waits
-for arrivals on one event processed after the others of their instant.
+per-update path is kept to what it must do (issue 27, ``docs/benchmarks.md``): the pool
+rows of the clients in flight are kept as clients start and finish, the strategy's
+context gathers the idle candidates and their arrays only if the strategy reads them
+(:meth:`~netfl.selection.base.SelectionContext.deferred`; random selection picks by
+index: :class:`_IdleCandidates`), and the server waits for arrivals on one event
+processed after the others of their instant.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,13 +71,62 @@ class _Arrival:
     result: LocalResult | None = None
 
 
+class _IdleCandidates:
+    """The pool's members not in flight when a selection is made, sorted, without gathering
+    them (:class:`~netfl.selection.base.CandidateSource`): a selection per freed slot picks
+    one or two of thousands. The ``j``-th is ``pool[j + m]``, ``m`` the rows in flight
+    before it: the ``i``-th row in flight (sorted) has ``busy[i] - i`` idle rows before it,
+    non-decreasing in ``i``, so ``m`` is a binary search."""
+
+    __slots__ = ("pool", "pool_row", "busy", "_rows", "_gathered")
+
+    def __init__(self, pool: np.ndarray, pool_row: np.ndarray, busy: list[int]) -> None:
+        self.pool, self.pool_row = pool, pool_row  # neither is rewritten once made
+        self.busy = busy  # the pool rows in flight, sorted (this selection's own copy)
+        self._rows: np.ndarray | None = None
+        self._gathered: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.pool) - len(self.busy)
+
+    def at(self, j: int) -> int:
+        n = len(self)
+        if not -n <= j < n:
+            raise IndexError(f"candidate {j} of {n}")
+        j += n if j < 0 else 0
+        busy = self.busy
+        before = bisect.bisect_right(range(len(busy)), j, key=lambda i: busy[i] - i)
+        return int(self.pool[j + before])
+
+    def contains(self, client: int) -> bool:
+        """Whether ``client`` is one of the candidates."""
+        if not 0 <= client < len(self.pool_row):
+            return False
+        row = int(self.pool_row[client])
+        if row < 0:
+            return False
+        at = bisect.bisect_left(self.busy, row)
+        return at == len(self.busy) or self.busy[at] != row
+
+    def rows(self) -> np.ndarray:
+        """The candidates' rows in the pool."""
+        if self._rows is None:
+            self._rows = np.delete(np.arange(len(self.pool)), self.busy)
+        return self._rows
+
+    def gather(self) -> np.ndarray:
+        if self._gathered is None:
+            self._gathered = _read_only(self.pool[self.rows()])
+        return self._gathered
+
+
 class _IdleColumns:
     """The reported times, data sizes and misses of one selection's candidates, gathered
     when the strategy first reads them (the reports are frozen for it before they next
     change: :meth:`ReportedTimes.read_later`)."""
 
     def __init__(
-        self, candidates: np.ndarray, reported: ReportedTimes, n_samples: np.ndarray
+        self, candidates: _IdleCandidates, reported: ReportedTimes, n_samples: np.ndarray
     ) -> None:
         self.candidates = candidates
         self.reported = reported
@@ -92,7 +143,7 @@ class _IdleColumns:
                 "n_samples": self.n_samples,
                 "misses": self.reported.misses,
             }[name]
-            made = self.made[name] = source[self.candidates]
+            made = self.made[name] = source[self.candidates.gather()]
         return made
 
     def freeze(self) -> None:
@@ -127,12 +178,9 @@ class AsyncServer(Server):
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)  # -1: not in the pool
-        # The pool's members not in flight (sorted): ``pool[~in_flight[pool]]`` kept up to
-        # date from the clients that started (left) and finished (joined) since it was last
-        # made, in one pass when the next selection needs it.
-        self._idle = np.zeros(0, dtype=np.int64)
-        self._left: set[int] = set()
-        self._joined: set[int] = set()
+        # The pool rows of the clients in flight, sorted: the idle candidates are the
+        # others (_IdleCandidates), kept as clients start and finish.
+        self._busy_rows: list[int] = []
 
     # -- the main process ---------------------------------------------------------------
 
@@ -190,13 +238,14 @@ class AsyncServer(Server):
         if free <= 0 or self._finished(self.version):
             return
         turned = self.n_started >= (self.epoch + 1) * self.concurrency
-        if self.epoch < 0 or turned or (not self.jobs and not len(self.idle())):
+        if self.epoch < 0 or turned or (not self.jobs and len(self.pool) == len(self._busy_rows)):
             yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
-        ctx = self._idle_context(free)
+        idle = _IdleCandidates(self.pool, self.pool_row, self._busy_rows.copy())
+        ctx = self._idle_context(idle, free)
         self.n_selections += 1
         if type(self.strategy).choose_polled is not Strategy.choose_polled:
             yield from self._poll(ctx, None)  # async strategies poll nobody (the log says)
-        selected = yield from self._select(ctx, self.version)
+        selected = yield from self._select(ctx, self.version, idle.contains)
         if not selected:
             return
         self.devices.note_selected(self.epoch, np.asarray(selected))
@@ -205,22 +254,15 @@ class AsyncServer(Server):
             row = self.pool_row[client]
             self._start(client, {name: values[row] for name, values in features.items()}, limit)
 
-    def idle(self) -> np.ndarray:
-        """The idle candidates now: the pool's members not in flight, sorted (read-only)."""
-        if self._left or self._joined:
-            self._idle = _updated(self._idle, self._left, self._joined)
-            self._left.clear()
-            self._joined.clear()
-        return self._idle
-
-    def _idle_context(self, budget: int) -> SelectionContext:
-        """The selection among the idle candidates; its arrays are gathered only if the
-        strategy reads them (``Server._context`` gathers every one)."""
-        candidates, rows, features = self.idle(), self.pool_row, self.pool_features
+    def _idle_context(self, candidates: _IdleCandidates, budget: int) -> SelectionContext:
+        """The selection among the idle candidates; its arrays, the candidates' included,
+        are gathered only if the strategy reads them (``Server._context`` gathers every
+        one)."""
+        features = self.pool_features
         return SelectionContext.deferred(
             _IdleColumns(candidates, self.reported, self.learner.n_samples),
             tuple(features),
-            lambda name: features[name][rows[candidates]],
+            lambda name: features[name][candidates.rows()],
             round=self.n_selections,
             now_s=self.env.now,
             candidates=candidates,
@@ -240,19 +282,15 @@ class AsyncServer(Server):
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)
         self.pool_row[pool] = np.arange(len(pool))
         self.pool_features = dict(self._features(pool))
-        self._idle = _read_only(pool[~self.in_flight[pool]])
-        self._left.clear()
-        self._joined.clear()
+        self._busy_rows = np.flatnonzero(self.in_flight[pool]).tolist()
 
     def _start(self, client: int, features: dict[str, np.ndarray], limit: float | None) -> None:
         exchange = Exchange(self.parts, self.version, [client], self.plan, target=1)
         job = self.jobs[client] = _Job(self.version, exchange, features)
         self.in_flight[client] = True
-        if self.pool_row[client] >= 0:
-            if client in self._joined:
-                self._joined.discard(client)
-            else:
-                self._left.add(client)
+        row = int(self.pool_row[client])
+        if row >= 0:  # no longer idle in the current pool
+            bisect.insort(self._busy_rows, row)
         self.n_started += 1
         if self.learns:
             with self._training():
@@ -264,11 +302,10 @@ class AsyncServer(Server):
         client = outcome.client
         job = self.jobs.pop(client)
         self.in_flight[client] = False
-        if self.pool_row[client] >= 0:  # idle again in the current pool
-            if client in self._left:
-                self._left.discard(client)
-            else:
-                self._joined.add(client)
+        row = int(self.pool_row[client])
+        if row >= 0:  # idle again in the current pool
+            busy = self._busy_rows
+            del busy[bisect.bisect_left(busy, row)]
         self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
         self.wakeup.fire()
 
@@ -378,26 +415,6 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     """``values``, read-only (handed to strategies as is)."""
     values.setflags(write=False)
     return values
-
-
-def _updated(sorted_ids: np.ndarray, removed: set[int], added: set[int]) -> np.ndarray:
-    """A new sorted array: ``sorted_ids`` without ``removed`` (members) and with ``added``
-    (not members), in one copy (``np.delete`` and ``np.insert`` copy once each, and
-    cost several times more)."""
-    cuts = sorted(
-        [(int(sorted_ids.searchsorted(c)), 0, c) for c in added]
-        + [(int(sorted_ids.searchsorted(c)), 1, c) for c in removed]
-    )
-    pieces, start = [], 0
-    for at, drop, client in cuts:
-        pieces.append(sorted_ids[start:at])
-        if drop:
-            start = at + 1
-        else:
-            pieces.append(np.array([client], dtype=sorted_ids.dtype))
-            start = at
-    pieces.append(sorted_ids[start:])
-    return _read_only(np.concatenate(pieces))
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:

@@ -313,8 +313,14 @@ class Server:
         )
 
     @staticmethod
-    def _distinct_candidates(ctx: SelectionContext, what: str, ids: Iterable[Any]) -> list[int]:
-        """The strategy's ids as ints, if they are distinct integer candidates."""
+    def _distinct_candidates(
+        ctx: SelectionContext,
+        what: str,
+        ids: Iterable[Any],
+        is_candidate: Callable[[int], bool] | None = None,
+    ) -> list[int]:
+        """The strategy's ids as ints, if they are distinct integer candidates
+        (``is_candidate``: membership without reading ``ctx.candidates``)."""
         ids = list(ids)
         if not all(isinstance(c, _INTEGER) and not isinstance(c, bool) for c in ids):
             raise StrategyContractError(
@@ -323,16 +329,19 @@ class Server:
         chosen = [int(c) for c in ids]
         if not chosen:
             return chosen
-        # The server's candidates are sorted: membership by binary search, O(k log n).
-        candidates = ctx.candidates
-        n = len(candidates)
-        if len(chosen) <= _FEW:
-            known = all(
-                (at := int(candidates.searchsorted(c))) < n and candidates[at] == c for c in chosen
-            )
-        else:
-            rows = np.minimum(np.searchsorted(candidates, chosen), n - 1)
-            known = n > 0 and bool(np.all(candidates[rows] == chosen))
+        if is_candidate is not None:
+            known = all(is_candidate(c) for c in chosen)
+        else:  # the server's candidates are sorted: membership by binary search, O(k log n)
+            candidates = ctx.candidates
+            n = len(candidates)
+            if len(chosen) <= _FEW:
+                known = all(
+                    (at := int(candidates.searchsorted(c))) < n and candidates[at] == c
+                    for c in chosen
+                )
+            else:
+                rows = np.minimum(np.searchsorted(candidates, chosen), n - 1)
+                known = n > 0 and bool(np.all(candidates[rows] == chosen))
         if len(set(chosen)) != len(chosen) or not known:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
@@ -388,11 +397,17 @@ class Server:
         return features
 
     def _select(
-        self, ctx: SelectionContext, round_: int | None = None
+        self,
+        ctx: SelectionContext,
+        round_: int | None = None,
+        is_candidate: Callable[[int], bool] | None = None,
     ) -> Generator[simpy.Event, Any, list[int]]:
         """The strategy's choice, checked, timed and logged (``round_``: the timeline's
-        round column, default ``ctx.round``)."""
-        chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx))
+        round column, default ``ctx.round``; ``is_candidate``: see
+        :meth:`_distinct_candidates`)."""
+        chosen = self._distinct_candidates(
+            ctx, "selected", self.strategy.select(ctx), is_candidate
+        )
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
