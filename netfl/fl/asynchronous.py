@@ -54,11 +54,13 @@ MAX_IDLE_TRIES = 10_000
 
 @dataclass
 class _Job:
-    """A client in flight: the version it trains on and what the strategy saw of it."""
+    """A client in flight: the version it trains on and what the strategy saw of it (its
+    row of its epoch's pool features, read only for a strategy that observes)."""
 
     version: int
     exchange: Exchange
-    features: dict[str, np.ndarray]
+    pool_features: dict[str, np.ndarray]
+    row: int
     process: simpy.Process | None = None
 
 
@@ -67,7 +69,8 @@ class _Arrival:
     outcome: Outcome
     version: int
     start_s: float
-    features: dict[str, np.ndarray]
+    pool_features: dict[str, np.ndarray]
+    row: int
     result: LocalResult | None = None
 
 
@@ -248,11 +251,10 @@ class AsyncServer(Server):
         selected = yield from self._select(ctx, self.version, idle.contains)
         if not selected:
             return
-        self.devices.note_selected(self.epoch, np.asarray(selected))
-        features, limit = self.pool_features, self._limit(self.env.now)
+        self.devices.note_selected(self.epoch, selected)
+        limit = self._limit(self.env.now)
         for client in selected:
-            row = self.pool_row[client]
-            self._start(client, {name: values[row] for name, values in features.items()}, limit)
+            self._start(client, limit)
 
     def _idle_context(self, candidates: _IdleCandidates, budget: int) -> SelectionContext:
         """The selection among the idle candidates; its arrays, the candidates' included,
@@ -284,13 +286,13 @@ class AsyncServer(Server):
         self.pool_features = dict(self._features(pool))
         self._busy_rows = np.flatnonzero(self.in_flight[pool]).tolist()
 
-    def _start(self, client: int, features: dict[str, np.ndarray], limit: float | None) -> None:
+    def _start(self, client: int, limit: float | None) -> None:
+        """Start ``client``, a candidate of the current pool."""
         exchange = Exchange(self.parts, self.version, [client], self.plan, target=1)
-        job = self.jobs[client] = _Job(self.version, exchange, features)
-        self.in_flight[client] = True
         row = int(self.pool_row[client])
-        if row >= 0:  # no longer idle in the current pool
-            bisect.insort(self._busy_rows, row)
+        job = self.jobs[client] = _Job(self.version, exchange, self.pool_features, row)
+        self.in_flight[client] = True
+        bisect.insort(self._busy_rows, row)  # no longer idle
         self.n_started += 1
         if self.learns:
             with self._training():
@@ -306,7 +308,9 @@ class AsyncServer(Server):
         if row >= 0:  # idle again in the current pool
             busy = self._busy_rows
             del busy[bisect.bisect_left(busy, row)]
-        self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
+        self.arrived.append(
+            _Arrival(outcome, job.version, job.exchange.start_s, job.pool_features, job.row)
+        )
         self.wakeup.fire()
 
     def _stop_in_flight(self) -> Generator[simpy.Event, Any, None]:
@@ -407,7 +411,7 @@ class AsyncServer(Server):
         loss = dict(zip(result.clients.tolist(), result.loss_mean.tolist(), strict=True))
         with self._training():
             signals = self.signals.feedback(result, record.selected)
-        features = _stack([a.features for a in resolved])
+        features = _stack(resolved)
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
 
 
@@ -430,10 +434,14 @@ def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResu
     )
 
 
-def _stack(rows: list[dict[str, np.ndarray]]) -> Mapping[str, np.ndarray]:
-    if not rows:
+def _stack(arrivals: list[_Arrival]) -> Mapping[str, np.ndarray]:
+    """The features the strategy saw of each arrival's client, one row per arrival."""
+    if not arrivals:
         return {}
-    return {name: np.stack([np.asarray(r[name]) for r in rows]) for name in rows[0]}
+    return {
+        name: np.stack([np.asarray(a.pool_features[name][a.row]) for a in arrivals])
+        for name in arrivals[0].pool_features
+    }
 
 
 __all__ = ["AsyncServer"]

@@ -172,8 +172,12 @@ class Devices:
         for model in self.availability:
             model.start_round()
 
-    def note_selected(self, round: int, clients: np.ndarray) -> None:
+    def note_selected(self, round: int, clients: np.ndarray | list[int]) -> None:
         """Record the round's selection (the next round's cold-start indicator)."""
+        if isinstance(clients, list) and len(clients) <= 16:  # the asynchronous servers' one
+            for client in clients:
+                self.selected_round[client] = round
+            return
         self.selected_round[np.asarray(clients, dtype=np.int64)] = round
 
     def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
