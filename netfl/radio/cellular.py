@@ -88,9 +88,11 @@ class CellularNetwork:
         self.round_factor = np.ones(len(self.rate_ul_bps))
         self._diversity: dict[tuple[str, int], Any] = {}
         # Per-flow constants, read twice a client update: whether a direction's transfers
-        # wait for their slots (TDD), and whether a flow draws a block fade.
+        # wait for their slots (TDD), whether a flow draws a block fade, and whether flows
+        # have a multi-user diversity gain (proportional fair under Rayleigh fading).
         self._slotted = {d: system.air.expected_wait_s[_LONG[d]] > 0.0 for d in (UL, DL)}
         self._block_fading = system.config.fast_fading == "rayleigh_block"
+        self._diverse = {d: system.diversity(d, 0.0) is not None for d in (UL, DL)}
 
     # -- the Network protocol -----------------------------------------------------------
 
@@ -195,6 +197,8 @@ class CellularNetwork:
         return rate * link.scale, self._diversity_of(direction, link.device, sinr, alone)
 
     def _diversity_of(self, direction: str, client: int, sinr: float, alone: bool) -> Any:
+        if not self._diverse[direction]:  # no multi-user diversity gain in this direction
+            return None
         if not alone:
             return self.system.diversity(direction, sinr)
         # Cached only where there is a gain: a cache of Nones (equal sharing, no fading)
