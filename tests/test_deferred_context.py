@@ -130,3 +130,25 @@ def test_idle_candidates_are_the_pool_without_the_clients_in_flight(pool, data):
     assert [c for c in range(-2, 44) if idle.contains(c)] == expected
     with pytest.raises(IndexError):
         idle.at(len(expected))
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.frozen = 0
+
+    def freeze(self) -> None:
+        self.frozen += 1
+
+
+def test_readers_that_died_are_not_kept():
+    # One reader per selection: those gone before the reports change are dropped, not
+    # kept (the list stays bounded by the live ones), and the live one is frozen once.
+    reported = _reported()
+    alive = _Reader()
+    reported.read_later(alive)
+    for _ in range(10_000):
+        reported.read_later(_Reader())  # dies at once
+    assert len(reported._readers) <= 2 * 1 + 64 + 1
+    out = Outcome(client=3, order=0, status="dropped", left_s=2.0)
+    reported.observe([out], 0.0)
+    assert alive.frozen == 1 and reported._readers == []

@@ -206,7 +206,8 @@ class AsyncServer(Server):
                 if self._finished(self.version):  # the last version is out: not applied
                     self._discard(arrival)
                     continue
-                yield from self._arrive(arrival)
+                if self._arrive(arrival):
+                    yield from self._aggregate()
         yield from self._stop_in_flight()
         self._final_evaluation()
 
@@ -248,7 +249,11 @@ class AsyncServer(Server):
         self.n_selections += 1
         if type(self.strategy).choose_polled is not Strategy.choose_polled:
             yield from self._poll(ctx, None)  # async strategies poll nobody (the log says)
-        selected = yield from self._select(ctx, self.version, idle.contains)
+        if self.config.selection_time_s > 0:
+            selected = yield from self._select(ctx, self.version, idle.contains)
+        else:  # Server._select without its generator: a selection per freed slot
+            selected = self._choose(ctx, idle.contains)
+            self._log_selected(ctx, self.version, selected)
         if not selected:
             return
         self.devices.note_selected(self.epoch, selected)
@@ -335,17 +340,17 @@ class AsyncServer(Server):
             with self._training():
                 self.learner.cancel_update(arrival.outcome.client)
 
-    def _arrive(self, arrival: _Arrival) -> Generator[simpy.Event, Any, None]:
+    def _arrive(self, arrival: _Arrival) -> bool:
+        """Take an arrival; whether the buffer is full (aggregate now)."""
         self.resolved.append(arrival)
         if not arrival.outcome.completed:
             self._forget(arrival)
-            return
+            return False
         if self.learns:  # no result without a model: the feedback's losses stay NaN
             with self._training():
                 arrival.result = self.learner.finish_update(arrival.outcome.client)
         self.buffer.append(arrival)
-        if len(self.buffer) >= self.rule.buffer_size:
-            yield from self._aggregate()
+        return len(self.buffer) >= self.rule.buffer_size
 
     def _aggregate(self) -> Generator[simpy.Event, Any, None]:
         env = self.env

@@ -405,6 +405,17 @@ class Server:
         """The strategy's choice, checked, timed and logged (``round_``: the timeline's
         round column, default ``ctx.round``; ``is_candidate``: see
         :meth:`_distinct_candidates`)."""
+        chosen = self._choose(ctx, is_candidate)
+        if self.config.selection_time_s > 0:
+            yield self.env.timeout(self.config.selection_time_s)
+        self._log_selected(ctx, round_, chosen)
+        return chosen
+
+    def _choose(
+        self, ctx: SelectionContext, is_candidate: Callable[[int], bool] | None = None
+    ) -> list[int]:
+        """The strategy's choice, checked, its scores logged (:meth:`_select` without the
+        selection's time and its timeline rows)."""
         chosen = self._distinct_candidates(
             ctx, "selected", self.strategy.select(ctx), is_candidate
         )
@@ -414,8 +425,9 @@ class Server:
                 f" budget {ctx.budget}"
             )
         self.score_log.record(ctx.round, self.env.now, self.strategy.scores())
-        if self.config.selection_time_s > 0:
-            yield self.env.timeout(self.config.selection_time_s)
+        return chosen
+
+    def _log_selected(self, ctx: SelectionContext, round_: int | None, chosen: list[int]) -> None:
         self.timeline.record_many(
             self.env.now,
             "select",
@@ -423,7 +435,6 @@ class Server:
             chosen,
             duration_s=self.config.selection_time_s,
         )
-        return chosen
 
     # -- closing a round ----------------------------------------------------------------
 

@@ -447,7 +447,7 @@ class FluidScheduler:
     def _release(self, flow: Flow) -> None:
         if self.on_change is not None and flow.rbs > 0:
             self.on_change(flow, 0.0)
-        flow.rbs = flow.rate_bps = 0.0
+        flow._rbs = flow._rate_bps = 0.0  # the setters' fields (it left: not shared)
 
     def _schedule_next(self, best_dt: float) -> None:
         """Make sure a timer fires at the next completion, ``best_dt`` from now.
