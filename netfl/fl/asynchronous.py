@@ -97,8 +97,13 @@ class _IdleCandidates:
         if not -n <= j < n:
             raise IndexError(f"candidate {j} of {n}")
         j += n if j < 0 else 0
-        busy = self.busy
-        before = bisect.bisect_right(range(len(busy)), j, key=lambda i: busy[i] - i)
+        busy, before, high = self.busy, 0, len(self.busy)
+        while before < high:  # bisect_right on busy[i] - i (a key function costs more)
+            mid = (before + high) // 2
+            if busy[mid] - mid <= j:
+                before = mid + 1
+            else:
+                high = mid
         return int(self.pool[j + before])
 
     def contains(self, client: int) -> bool:
