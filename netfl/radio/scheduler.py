@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import simpy
+from simpy.events import NORMAL
 
 from netfl.config.radio import Policy
 
@@ -137,6 +138,20 @@ class Flow:
     @rate_bps.setter
     def rate_bps(self, value: float) -> None:
         self._rate_bps = value
+
+
+class _Timer(simpy.Event):
+    """A scheduler's timer: ``env.timeout(delay_s)`` (the same event, scheduled the same
+    way) whose callback is the scheduler's, with the token it was set with (no closure
+    per timer: several timers a client update)."""
+
+    def __init__(self, scheduler: FluidScheduler, delay_s: float) -> None:
+        env = self.env = scheduler.env
+        self.callbacks = [scheduler._on_timer]
+        self._value = None
+        self._ok = True
+        self.token = scheduler._timer_token
+        env.schedule(self, NORMAL, delay_s)
 
 
 class FluidScheduler:
@@ -466,12 +481,10 @@ class FluidScheduler:
             return
         self._timer_token += 1
         self._timer_at = due
-        token = self._timer_token
-        timer = self.env.timeout(best_dt)
-        timer.callbacks.append(lambda _event: self._on_timer(token))
+        _Timer(self, best_dt)
 
-    def _on_timer(self, token: int) -> None:
-        if token != self._timer_token:
+    def _on_timer(self, timer: _Timer) -> None:
+        if timer.token != self._timer_token:
             return  # superseded by an earlier completion
         self._timer_at = math.inf
         self._advance()
