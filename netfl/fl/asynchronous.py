@@ -81,7 +81,7 @@ class _IdleCandidates:
     before it: the ``i``-th row in flight (sorted) has ``busy[i] - i`` idle rows before it,
     non-decreasing in ``i``, so ``m`` is a binary search."""
 
-    __slots__ = ("pool", "pool_row", "busy", "_rows", "_gathered")
+    __slots__ = ("_gathered", "_rows", "busy", "pool", "pool_row")
 
     def __init__(self, pool: np.ndarray, pool_row: np.ndarray, busy: list[int]) -> None:
         self.pool, self.pool_row = pool, pool_row  # neither is rewritten once made

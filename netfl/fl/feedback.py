@@ -13,7 +13,6 @@ from netfl.fl.exchange import Outcome
 from netfl.selection.base import RoundFeedback
 from netfl.trace.tables import RoundRecord
 
-
 #: Readers registered before the dead among them are first pruned.
 _PRUNE_AT = 64
 

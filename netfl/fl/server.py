@@ -416,9 +416,7 @@ class Server:
     ) -> list[int]:
         """The strategy's choice, checked, its scores logged (:meth:`_select` without the
         selection's time and its timeline rows)."""
-        chosen = self._distinct_candidates(
-            ctx, "selected", self.strategy.select(ctx), is_candidate
-        )
+        chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx), is_candidate)
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"

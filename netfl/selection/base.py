@@ -21,7 +21,6 @@ one declaration of what a strategy needs; ``poll_signal`` is derived from it.
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import math
 from abc import ABC, abstractmethod
@@ -221,17 +220,25 @@ class CandidateSource(Protocol):
     def gather(self) -> np.ndarray: ...
 
 
-@functools.cache
+_DEFAULTS: dict[type, tuple[tuple[str, Any, Callable[[], Any] | None], ...]] = {}
+
+
 def _defaults(cls: type[SelectionContext]) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
     """``(name, default, default factory)`` of the fields :meth:`SelectionContext.deferred`
     fills with their defaults when not given (the deferred columns and the features are
-    its own)."""
-    out = []
-    for spec in dataclass_fields(cls):
-        if spec.name not in (*DEFERRED_COLUMNS, "features"):
-            make = spec.default_factory
-            out.append((spec.name, spec.default, None if make is MISSING else make))
-    return tuple(out)
+    its own), found once per class."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = tuple(
+            (
+                spec.name,
+                spec.default,
+                None if spec.default_factory is MISSING else spec.default_factory,
+            )
+            for spec in dataclass_fields(cls)
+            if spec.name not in (*DEFERRED_COLUMNS, "features")
+        )
+    return found
 
 
 #: The per-candidate arrays of a :class:`SelectionContext` that
