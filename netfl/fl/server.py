@@ -322,15 +322,22 @@ class Server:
         """The strategy's ids as ints, if they are distinct integer candidates
         (``is_candidate``: membership without reading ``ctx.candidates``)."""
         ids = list(ids)
-        if not all(isinstance(c, _INTEGER) and not isinstance(c, bool) for c in ids):
-            raise StrategyContractError(
-                f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
-            )
-        chosen = [int(c) for c in ids]
+        chosen = []
+        for c in ids:  # a loop: an asynchronous server checks one or two a selection
+            if not isinstance(c, _INTEGER) or isinstance(c, bool):
+                raise StrategyContractError(
+                    f"round {ctx.round}: the strategy {what} {ids}, which are not integer"
+                    " client ids"
+                )
+            chosen.append(int(c))
         if not chosen:
             return chosen
         if is_candidate is not None:
-            known = all(is_candidate(c) for c in chosen)
+            known = True
+            for c in chosen:
+                if not is_candidate(c):
+                    known = False
+                    break
         else:  # the server's candidates are sorted: membership by binary search, O(k log n)
             candidates = ctx.candidates
             n = len(candidates)
@@ -426,13 +433,14 @@ class Server:
         return chosen
 
     def _log_selected(self, ctx: SelectionContext, round_: int | None, chosen: list[int]) -> None:
-        self.timeline.record_many(
-            self.env.now,
-            "select",
-            ctx.round if round_ is None else round_,
-            chosen,
-            duration_s=self.config.selection_time_s,
-        )
+        round_ = ctx.round if round_ is None else round_
+        duration_s = self.config.selection_time_s
+        if len(chosen) == 1:  # an asynchronous server's usual one: a row, as record_many adds
+            self.timeline.record(
+                self.env.now, "select", int(round_), chosen[0], duration_s=duration_s
+            )
+            return
+        self.timeline.record_many(self.env.now, "select", round_, chosen, duration_s=duration_s)
 
     # -- closing a round ----------------------------------------------------------------
 
