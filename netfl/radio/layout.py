@@ -88,23 +88,46 @@ class Layout:
     def site_offsets_m(self, device_xy_m: np.ndarray) -> np.ndarray:
         """``(devices, sites, 2)`` vectors from each site (its nearest image with
         wrap-around) to each device."""
+        return self.site_images(device_xy_m)[0]
+
+    def site_images(
+        self, device_xy_m: np.ndarray, guess: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets (devices, sites, 2), image (devices, sites))``: the vectors of
+        :meth:`site_offsets_m` and which of the 7 wrap-around images of each site they are
+        from (0: the site itself; all 0 without wrap-around).
+
+        ``guess`` (an earlier ``image`` of the same devices, which moved a little since)
+        only saves work: a link whose guessed image lies within 0.49 of the images'
+        spacing (sqrt(19) ISD) is nearest to it whatever the others, so only the rest are
+        searched; the offsets are the same, bit for bit, as without it.
+        """
         xy = np.asarray(device_xy_m, dtype=float)
         offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
+        image = np.zeros(offsets.shape[:2], dtype=np.int8)
         if not self.wrap_around:
-            return offsets
-        # Complex positions: the 7 images' squared distances without a (..., 2) axis.
+            return offsets, image
+        # Complex positions: the images' squared distances without a (..., 2) axis.
         isd = self.inter_site_distance_m
         shifts = np.array([isd * (q + r / 2) + 1j * isd * r * SQRT3 / 2 for q, r in _WRAP_AXIAL])
+        safe2 = (0.49 * np.sqrt(19.0) * isd) ** 2
         sites = self.site_xy_m[:, 0] + 1j * self.site_xy_m[:, 1]
         for start in range(0, len(offsets), _WRAP_BLOCK):
-            block = xy[start : start + _WRAP_BLOCK]
+            rows = slice(start, start + _WRAP_BLOCK)
+            block = xy[rows]
             z = (block[:, 0] + 1j * block[:, 1])[:, None] - sites[None, :]
-            candidates = z[..., None] - shifts
-            nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=2)
-            best = np.take_along_axis(candidates, nearest[..., None], axis=2)[..., 0]
-            offsets[start : start + _WRAP_BLOCK, :, 0] = best.real
-            offsets[start : start + _WRAP_BLOCK, :, 1] = best.imag
-        return offsets
+            k = np.zeros(z.shape, dtype=np.int8) if guess is None else guess[rows].copy()
+            best = z - shifts[k]
+            far = np.flatnonzero(best.real**2 + best.imag**2 >= safe2)
+            if len(far):
+                candidates = z.flat[far][:, None] - shifts
+                nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=1)
+                k.flat[far] = nearest
+                best.flat[far] = z.flat[far] - shifts[nearest]
+            offsets[rows, :, 0] = best.real
+            offsets[rows, :, 1] = best.imag
+            image[rows] = k
+        return offsets, image
 
     def drop(
         self,

@@ -127,7 +127,7 @@ class Motion:
         rows = self.rows
         self._heights = _subset(placement.heights, rows)
         geometry = site_geometry(layout, self.xy_m[rows], self._heights, env)
-        self.p_los = geometry.p_los
+        self.p_los, self._image = geometry.p_los, geometry.image
         self.los_state = CorrelatedLosState(
             state.los_uniform[rows], LOS_DECORRELATION_M[kind], streams.get("radio.los_path")
         )
@@ -177,8 +177,8 @@ class Motion:
         moved[due] = self.pending_m[due]
         self.pending_m[due] = 0.0
         heights = _subset(self._heights, due)
-        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env)
-        self.p_los[due] = geometry.p_los
+        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env, self._image[due])
+        self.p_los[due], self._image[due] = geometry.p_los, geometry.image
         los = self.los_state.advance(moved, self.p_los)
         flipped = los != self.los
         if flipped.any():

@@ -222,18 +222,24 @@ class SiteGeometry:
     """Where devices are from every site: what the path loss and the antennas take."""
 
     offsets_m: np.ndarray  # (devices, sites, 2), from each site's nearest image
+    image: np.ndarray  # (devices, sites), which wrap-around image (Layout.site_images)
     distance_m: np.ndarray  # (devices, sites), unclipped
     d2d_m: np.ndarray  # (devices, sites), clipped or checked against the model's validity
     p_los: np.ndarray  # (devices, sites)
 
 
 def site_geometry(
-    layout: Layout, xy: np.ndarray, heights: DeviceHeights, env: Environment
+    layout: Layout,
+    xy: np.ndarray,
+    heights: DeviceHeights,
+    env: Environment,
+    image_guess: np.ndarray | None = None,
 ) -> SiteGeometry:
     """Distances and LOS probabilities of every (device, site) link (raises
-    ``OutOfValidityError`` for a distance outside the model's validity unless clipping)."""
+    ``OutOfValidityError`` for a distance outside the model's validity unless clipping);
+    ``image_guess``: the devices' earlier ``image`` (:meth:`Layout.site_images`)."""
     model = env.model
-    offsets = layout.site_offsets_m(xy)  # (devices, sites, 2)
+    offsets, image = layout.site_images(xy, image_guess)  # (devices, sites, 2)
     distance = np.hypot(offsets[..., 0], offsets[..., 1])
     d2d = model.check_distance(distance, env.out_of_range)
     d2d_out = d2d
@@ -245,7 +251,7 @@ def site_geometry(
         p_los = model.los_probability(d2d_out, h_ut)
     else:  # any ChannelModel (ITU-R M.2135: no height dependence)
         p_los = model.los_probability(d2d_out)
-    return SiteGeometry(offsets, distance, d2d, p_los)
+    return SiteGeometry(offsets, image, distance, d2d, p_los)
 
 
 def shadowing_sigma_db(env: Environment, los: np.ndarray, heights: DeviceHeights) -> np.ndarray:
