@@ -81,9 +81,14 @@ class Layout:
         return np.repeat(np.arange(self.n_sites), self.sectors)
 
     @property
+    def sector_boresight_deg(self) -> np.ndarray:
+        """Boresight azimuth of each sector of a site (degrees; 0 for omni cells)."""
+        return np.array(SECTOR_BORESIGHTS_DEG[self.sectors])
+
+    @property
     def cell_boresight_deg(self) -> np.ndarray:
         """Boresight azimuth of each cell (degrees; 0 for omni cells)."""
-        return np.tile(np.array(SECTOR_BORESIGHTS_DEG[self.sectors]), self.n_sites)
+        return np.tile(self.sector_boresight_deg, self.n_sites)
 
     def site_offsets_m(self, device_xy_m: np.ndarray) -> np.ndarray:
         """``(devices, sites, 2)`` vectors from each site (its nearest image with
@@ -103,31 +108,27 @@ class Layout:
         searched; the offsets are the same, bit for bit, as without it.
         """
         xy = np.asarray(device_xy_m, dtype=float)
-        offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
-        image = np.zeros(offsets.shape[:2], dtype=np.int8)
         if not self.wrap_around:
-            return offsets, image
-        # Complex positions: the images' squared distances without a (..., 2) axis.
+            offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
+            return offsets, np.zeros(offsets.shape[:2], dtype=np.int8)
         isd = self.inter_site_distance_m
-        shifts = np.array([isd * (q + r / 2) + 1j * isd * r * SQRT3 / 2 for q, r in _WRAP_AXIAL])
+        shift_x = np.array([isd * (q + r / 2) for q, r in _WRAP_AXIAL])
+        shift_y = np.array([isd * r * SQRT3 / 2 for _, r in _WRAP_AXIAL])
         safe2 = (0.49 * np.sqrt(19.0) * isd) ** 2
-        sites = self.site_xy_m[:, 0] + 1j * self.site_xy_m[:, 1]
-        for start in range(0, len(offsets), _WRAP_BLOCK):
-            rows = slice(start, start + _WRAP_BLOCK)
-            block = xy[rows]
-            z = (block[:, 0] + 1j * block[:, 1])[:, None] - sites[None, :]
-            k = np.zeros(z.shape, dtype=np.int8) if guess is None else guess[rows].copy()
-            best = z - shifts[k]
-            far = np.flatnonzero(best.real**2 + best.imag**2 >= safe2)
-            if len(far):
-                candidates = z.flat[far][:, None] - shifts
-                nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=1)
-                k.flat[far] = nearest
-                best.flat[far] = z.flat[far] - shifts[nearest]
-            offsets[rows, :, 0] = best.real
-            offsets[rows, :, 1] = best.imag
-            image[rows] = k
-        return offsets, image
+        dx = xy[:, 0, None] - self.site_xy_m[None, :, 0]
+        dy = xy[:, 1, None] - self.site_xy_m[None, :, 1]
+        image = np.zeros(dx.shape, dtype=np.intp) if guess is None else guess.astype(np.intp)
+        x, y = dx - shift_x[image], dy - shift_y[image]
+        far = np.flatnonzero(x * x + y * y >= safe2)
+        for start in range(0, len(far), _WRAP_BLOCK):
+            links = far[start : start + _WRAP_BLOCK]
+            cx = dx.flat[links][:, None] - shift_x
+            cy = dy.flat[links][:, None] - shift_y
+            nearest = np.argmin(cx * cx + cy * cy, axis=1)
+            image.flat[links] = nearest
+            x.flat[links] = dx.flat[links] - shift_x[nearest]
+            y.flat[links] = dy.flat[links] - shift_y[nearest]
+        return np.stack([x, y], axis=-1), image.astype(np.int8)
 
     def drop(
         self,

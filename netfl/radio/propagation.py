@@ -247,8 +247,7 @@ def site_geometry(
         # Table 7.4.2-1: d2D-out for indoor devices
         d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
     if isinstance(model, ThreeGppModel):
-        h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
-        p_los = model.los_probability(d2d_out, h_ut)
+        p_los = model.los_probability(d2d_out, heights.height_m[:, None])
     else:  # any ChannelModel (ITU-R M.2135: no height dependence)
         p_los = model.los_probability(d2d_out)
     return SiteGeometry(offsets, image, distance, d2d, p_los)
@@ -278,20 +277,20 @@ def coupling_gains(
     model = env.model
     d2d = geometry.d2d_m
     pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
+        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights), los=los
     )
     site_loss = pathloss + shadow_db + o2i_db[:, None]
-    # Antenna gain towards each device, per cell (sectors share their site's link).
-    cell_site = layout.cell_site
+    # Antenna gain towards each device, per cell (sectors share their site's link): as
+    # (sectors, devices, sites), the long axes inside; cell = site x sectors + sector.
     h_ut = heights.height_m[:, None]
     d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
     zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
     zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
     offsets = geometry.offsets_m
     azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
-    relative_az = azimuth[:, cell_site] - layout.cell_boresight_deg[None, :]
-    gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
-    coupling = gain - site_loss[:, cell_site]
+    relative_az = azimuth[None] - layout.sector_boresight_deg[:, None, None]
+    gain = env.antenna.gain_dbi(zenith_deg[None], relative_az)
+    coupling = (gain - site_loss[None]).transpose(1, 2, 0).reshape(len(d2d), layout.n_cells)
     if env.ue_gain_dbi:
         coupling = coupling + env.ue_gain_dbi
     return coupling, pathloss
@@ -330,11 +329,12 @@ def _block_gains(
     return out
 
 
-def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:
-    """The UE heights as the model takes them: a (devices, sites) array for the TR 38.901
-    models, one height for the others (whose ``pathloss_db`` takes a float)."""
+def _ue_heights(model: ChannelModel, heights: DeviceHeights) -> Any:
+    """The UE heights as the model takes them: a (devices, 1) array for the TR 38.901
+    models (broadcasting against the (devices, sites) distances), one height for the
+    others (whose ``pathloss_db`` takes a float)."""
     if isinstance(model, ThreeGppModel):
-        return np.broadcast_to(heights.height_m[:, None], shape)
+        return heights.height_m[:, None]
     unique = np.unique(heights.height_m)
     if unique.size > 1:
         raise ValueError(
