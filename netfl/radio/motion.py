@@ -149,6 +149,9 @@ class Motion:
         #: A device's channel is re-evaluated once it has moved this far since the last time.
         self.step_m = scenario.radio.channel_step_m  # type: ignore[union-attr]
         self.pending_m = np.zeros(len(self.rows))
+        #: The moving devices' coupling gains in mW, kept with ``gain_db`` (only _follow
+        #: changes them): the handover's SINR needs all of them at every update.
+        self._gain_mw = db_to_mw(network.devices.gain_db[rows])
 
     @property
     def speed_mps(self) -> np.ndarray:
@@ -196,6 +199,7 @@ class Motion:
         )
         devices = self.network.devices
         devices.gain_db[rows] = coupling
+        self._gain_mw[due] = db_to_mw(coupling)
         serving = devices.serving[rows]
         devices.ul_power_db[rows] = system.ul_power_db(-coupling[np.arange(len(rows)), serving])
         self.cells.follow(rows, devices.gain_db, devices.ul_power_db)
@@ -210,7 +214,7 @@ class Motion:
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
         serving = self.network.devices.serving[self.rows]
-        mw = db_to_mw(gain_db)
+        mw = self._gain_mw
         own = mw[np.arange(len(mw)), serving]
         occupancy = self.cells.occupancy[DL]
         seen = np.maximum(mw @ occupancy - own * occupancy[serving], 0.0)
@@ -221,25 +225,18 @@ class Motion:
     def _apply(self, events: StepEvents) -> None:
         rows, record = self.rows, self.timeline.record
         h = events.handovers
-        for i, source, target, t_s, end_s, ping in zip(
-            h.device.tolist(),
-            h.source.tolist(),
-            h.target.tolist(),
-            h.t_s.tolist(),
-            h.interruption_end_s.tolist(),
-            h.ping_pong.tolist(),
-            strict=True,
-        ):
-            device = int(rows[i])
-            self.network.hand_over(device, target, end_s)
-            record(
+        if len(h.device):  # a step's handovers are at its time, with the same interruption
+            devices = rows[h.device]
+            t_s, end_s = float(h.t_s[0]), float(h.interruption_end_s[0])
+            self.network.hand_over(devices, h.target, end_s)
+            self.timeline.record_rows(
                 t_s,
                 "handover",
-                client=device,
-                duration_s=end_s - t_s,
-                cell=target,
-                source_cell=source,
-                ping_pong=bool(ping),
+                devices.tolist(),
+                duration_s=(h.interruption_end_s - h.t_s).tolist(),
+                cell=h.target.tolist(),
+                source_cell=h.source.tolist(),
+                ping_pong=h.ping_pong.tolist(),
             )
         f = events.failures
         for i, cell, t_s in zip(f.device.tolist(), f.cell.tolist(), f.t_s.tolist(), strict=True):
