@@ -176,26 +176,28 @@ class Motion:
         indices among the moving ones) at their new places."""
         system, env = self.system, self.system.environment
         rows = self.rows[due]
-        moved = np.zeros(len(self.rows))
-        moved[due] = self.pending_m[due]
+        moved = self.pending_m[due]
         self.pending_m[due] = 0.0
         heights = _subset(self._heights, due)
         geometry = site_geometry(system.layout, self.xy_m[rows], heights, env, self._image[due])
         self.p_los[due], self._image[due] = geometry.p_los, geometry.image
-        los = self.los_state.advance(moved, self.p_los)
-        flipped = los != self.los
-        if flipped.any():
-            self.shadowing.redraw(
-                flipped,
-                shadowing_sigma_db(env, los, self._heights),
-                decorrelation_distance_m(self._kind, los, self._heights.indoor),
+        los = self.los_state.advance_rows(due, moved, geometry.p_los)
+        device, site = np.nonzero(los != self.los[due])  # links whose LOS state flipped
+        if len(device):
+            flipped = los[device, site][:, None]
+            at = _subset(heights, device)
+            self.shadowing.redraw_links(
+                due[device],
+                site,
+                shadowing_sigma_db(env, flipped, at)[:, 0],
+                decorrelation_distance_m(self._kind, flipped, at.indoor)[:, 0],
             )
-        self.los = los
-        shadow = self.shadowing.advance(moved)[due]
+        self.los[due] = los
+        shadow = self.shadowing.advance_rows(due, moved)
         if not env.shadowing:
             shadow = np.zeros_like(shadow)
         coupling, _ = coupling_gains(
-            system.layout, geometry, heights, env, los[due], shadow, self.o2i_db[due]
+            system.layout, geometry, heights, env, los, shadow, self.o2i_db[due]
         )
         devices = self.network.devices
         devices.gain_db[rows] = coupling
