@@ -249,13 +249,16 @@ class ThreeGppModel:
         bs_height_m: float,
         ue_height_m: float | np.ndarray,
         los: np.ndarray | None = None,
+        d3d_m: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Median path loss in dB (no shadowing, no O2I loss). ``los`` required when mixed."""
+        """Median path loss in dB (no shadowing, no O2I loss). ``los`` required when mixed;
+        ``d3d_m``: the 3D distances, when the caller has them (:func:`distance_3d_m`)."""
         d2d = np.asarray(distance_m, dtype=float)
         # Heights per device stay unbroadcast ((devices, 1) against (devices, sites)
         # distances): what depends on them alone is computed once per device.
         h_ut = np.asarray(ue_height_m, dtype=float)
-        log_d3d = np.log10(distance_3d_m(d2d, bs_height_m, h_ut))
+        d3d = distance_3d_m(d2d, bs_height_m, h_ut) if d3d_m is None else d3d_m
+        log_d3d = np.log10(d3d)
         fc = _ghz(frequency_hz)
         d_bp = breakpoint_distance_m(bs_height_m, h_ut, frequency_hz)
         los_db = _los(self.release, self.environment, d2d, log_d3d, fc, bs_height_m, h_ut, d_bp)

@@ -276,14 +276,18 @@ def coupling_gains(
     update re-evaluates for devices that moved."""
     model = env.model
     d2d = geometry.d2d_m
-    pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights), los=los
-    )
+    h_ut = heights.height_m[:, None]
+    d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
+    ue_heights = _ue_heights(model, heights)
+    if isinstance(model, ThreeGppModel):  # it takes the 3D distances computed here
+        pathloss = model.pathloss_db(
+            d2d, env.frequency_hz, env.bs_height_m, ue_heights, los=los, d3d_m=d3d
+        )
+    else:
+        pathloss = model.pathloss_db(d2d, env.frequency_hz, env.bs_height_m, ue_heights, los=los)
     site_loss = pathloss + shadow_db + o2i_db[:, None]
     # Antenna gain towards each device, per cell (sectors share their site's link): as
     # (sectors, devices, sites), the long axes inside; cell = site x sectors + sector.
-    h_ut = heights.height_m[:, None]
-    d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
     zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
     zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
     offsets = geometry.offsets_m
