@@ -121,6 +121,9 @@ class Motion:
         self.heights = placement.heights
         layout = system.layout
         self.population, self.rows = population, moving_rows(scenario)
+        #: The moving devices' rows as a slice when they are contiguous (every device
+        #: moves, or one block of groups): their gains are then read without a copy.
+        self._block = _as_slice(self.rows)
         self.xy_m = placement.xy_m.copy()
         env = system.environment
         kind = _environment_kind(env.model)
@@ -207,15 +210,15 @@ class Motion:
         self.cells.follow(rows, devices.gain_db, devices.ul_power_db)
 
     def _hand_over(self, now_s: float, dt_s: float) -> None:
-        devices, rows = self.network.devices, self.rows
-        gain_db = devices.gain_db[rows]
+        devices = self.network.devices
+        gain_db = devices.gain_db[self._block]
         rsrp = self.system.dl_power_db + gain_db
         events = self.handover.step(now_s, dt_s, rsrp, self._dl_sinr_db(gain_db))
         self._apply(events)
 
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
-        serving = self.network.devices.serving[self.rows]
+        serving = self.network.devices.serving[self._block]
         mw = self._gain_mw
         own = mw[np.arange(len(mw)), serving]
         occupancy = self.cells.occupancy[DL]
@@ -269,6 +272,13 @@ class Motion:
             column[self.rows] = values
             out[name] = column
         return out
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` (ascending) as a slice when they are contiguous, else unchanged."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def _subset(heights: DeviceHeights, rows: np.ndarray) -> DeviceHeights:

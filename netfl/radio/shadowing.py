@@ -117,7 +117,7 @@ class _PathProcess:
         where they are, exactly as :meth:`advance` with 0 for them would leave them);
         return the rows whose values changed."""
         moved = np.asarray(moved_m, dtype=float)
-        if np.any(moved < 0) or np.any(np.isnan(moved)):
+        if not (moved >= 0).all():  # NaN too
             raise ValueError("moved_m must be >= 0 (inf draws afresh)")
         self.pending_m[devices] += moved
         rows = devices[self.pending_m[devices] >= max(self.min_step_m, 1e-300)]
