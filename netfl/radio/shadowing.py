@@ -199,9 +199,8 @@ class CorrelatedShadowing:
         """Draw the shadowing of the ``links`` (a boolean ``(devices, sites)`` mask) afresh
         with new sigma and d_cor (their LOS or O2I state changed)."""
         links = np.asarray(links, dtype=bool)
-        self.sigma_db = np.where(links, sigma_db, self.sigma_db)
-        self._path.d_cor_m = np.where(links, d_cor_m, self._path.d_cor_m)
-        self._path.z[links] = self._path.rng.standard_normal(int(links.sum()))
+        device, site = np.nonzero(links)
+        self.redraw_links(device, site, np.asarray(sigma_db)[links], np.asarray(d_cor_m)[links])
 
     def redraw_links(
         self, device: np.ndarray, site: np.ndarray, sigma_db: np.ndarray, d_cor_m: np.ndarray
