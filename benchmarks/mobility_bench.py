@@ -8,7 +8,11 @@ mobility (the engine's cost before mobility: nothing is ticked). Prints one JSON
 run: the wall and CPU time of the run, the updates and the time per update.
 
 Run: ``python -m benchmarks.mobility_bench moving [--hours 1] [--devices 1000]`` (and
-``static``); docs/benchmarks.md has the figures and how they scale.
+``static``); docs/benchmarks.md has the figures and how they scale. ``--vs TREE [--repeat
+N]`` runs the same scenario in this checkout and in ``TREE`` (a previous commit's, ``git
+worktree add /tmp/base <commit>``), each run in a fresh process, interleaved
+(:mod:`benchmarks.side_by_side`): median CPU seconds of build + run, the ratio, and whether
+both trees wrote the same timeline and rounds tables byte for byte.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
+
+from benchmarks.side_by_side import HERE, compare
 
 
 def scenario(variant: str, devices: int, hours: float, interval_s: float) -> dict[str, Any]:
@@ -58,7 +65,12 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--devices", type=int, default=1000)
     parser.add_argument("--interval", type=float, default=0.1, help="radio.update_interval_s")
+    parser.add_argument("--vs", type=Path, help="a second checkout, run side by side")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs with --vs")
     args = parser.parse_args()
+    if args.vs is not None:
+        _side_by_side(args)
+        return
     from netfl.scenario import scenario_from_data
     from netfl.world import build_world
 
@@ -83,6 +95,23 @@ def main() -> None:
             }
         )
     )
+
+
+def _side_by_side(args: argparse.Namespace) -> None:
+    trees = [HERE, args.vs.resolve()]
+    data = scenario(args.variant, args.devices, args.hours, args.interval)
+    results = compare(trees, data, args.repeat)
+    print("| tree | CPU s (median) | runs | s per simulated hour | x previous | same tables |")
+    print("|---|---:|---|---:|---:|---|")
+    previous = results[trees[-1]]
+    for tree in trees:
+        r = results[tree]
+        same = r["digests"] == previous["digests"]
+        print(
+            f"| {'this' if tree == HERE else tree} | {r['cpu_s']:.2f} | {r['cpu_runs']} |"
+            f" {r['cpu_s'] / args.hours:.0f} | {r['cpu_s'] / previous['cpu_s']:.2f} |"
+            f" {'yes' if same else 'NO'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -33,10 +33,23 @@ FRONT_TO_BACK_DB = 30.0  # A_max
 def element_gain_dbi(zenith_deg: np.ndarray, azimuth_deg: np.ndarray) -> np.ndarray:
     """The 3GPP sector element's gain in dBi (TR 38.901 Table 7.3-1)."""
     theta = np.asarray(zenith_deg, dtype=float)
-    phi = (np.asarray(azimuth_deg, dtype=float) + 180.0) % 360.0 - 180.0
+    phi = _wrapped_deg(np.asarray(azimuth_deg, dtype=float)) - 180.0
     vertical = -np.minimum(12.0 * ((theta - 90.0) / BEAMWIDTH_DEG) ** 2, SIDE_LOBE_LIMIT_DB)
     horizontal = -np.minimum(12.0 * (phi / BEAMWIDTH_DEG) ** 2, FRONT_TO_BACK_DB)
     return ELEMENT_MAX_GAIN_DBI - np.minimum(-(vertical + horizontal), FRONT_TO_BACK_DB)
+
+
+def _wrapped_deg(azimuth_deg: np.ndarray) -> np.ndarray:
+    """``(azimuth + 180) % 360``, bit for bit, without the float remainder where it can.
+
+    For ``v = azimuth + 180`` in [-360, 360) the remainder is ``v`` or ``v + 360`` exactly as
+    numpy's ``%`` rounds it (fmod is exact there and adds 360 to a negative result), at a
+    tenth of its cost: the relative azimuths of a sectorised site (arctan2 minus a boresight
+    of 30, 150 or 270 degrees) always lie there."""
+    v = azimuth_deg + 180.0
+    if v.size and v.min() >= -360.0 and v.max() < 360.0:
+        return np.where(v < 0.0, v + 360.0, v)
+    return v % 360.0
 
 
 def array_factor_db(

@@ -104,7 +104,7 @@ def _los(
     release: Release,
     environment: Environment,
     d2d: np.ndarray,
-    d3d: np.ndarray,
+    log_d3d: np.ndarray,
     fc_ghz: np.ndarray,
     h_bs: float | np.ndarray,
     h_ut: np.ndarray,
@@ -117,11 +117,11 @@ def _los(
     else:  # TR 36.873 3D-UMi and 3D-UMa share the LOS formula
         offset, slope_near, far_term = 28.0, 22.0, 9.0
     fc_term = 20.0 * np.log10(fc_ghz)
-    near = offset + slope_near * np.log10(d3d) + fc_term
+    near = offset + slope_near * log_d3d + fc_term
     with np.errstate(divide="ignore", invalid="ignore"):
         far = (
             offset
-            + 40.0 * np.log10(d3d)
+            + 40.0 * log_d3d
             + fc_term
             - far_term * np.log10(d_bp**2 + (np.asarray(h_bs) - h_ut) ** 2)
         )
@@ -131,7 +131,7 @@ def _los(
 def _nlos(
     release: Release,
     environment: Environment,
-    d3d: np.ndarray,
+    log_d3d: np.ndarray,
     fc_ghz: np.ndarray,
     h_bs: float,
     h_ut: np.ndarray,
@@ -140,18 +140,18 @@ def _nlos(
 ) -> np.ndarray:
     log_f = np.log10(fc_ghz)
     if release == "tr38901" and environment == "umi":
-        return 35.3 * np.log10(d3d) + 22.4 + 21.3 * log_f - 0.3 * (h_ut - 1.5)
+        return 35.3 * log_d3d + 22.4 + 21.3 * log_f - 0.3 * (h_ut - 1.5)
     if release == "tr38901":
-        return 13.54 + 39.08 * np.log10(d3d) + 20.0 * log_f - 0.6 * (h_ut - 1.5)
+        return 13.54 + 39.08 * log_d3d + 20.0 * log_f - 0.6 * (h_ut - 1.5)
     if environment == "umi":
-        return 36.7 * np.log10(d3d) + 22.7 + 26.0 * log_f - 0.3 * (h_ut - 1.5)
+        return 36.7 * log_d3d + 22.7 + 26.0 * log_f - 0.3 * (h_ut - 1.5)
     w, h = street_width_m, building_height_m
     return (
         161.04
         - 7.1 * np.log10(w)
         + 7.5 * np.log10(h)
         - (24.37 - 3.7 * (h / h_bs) ** 2) * np.log10(h_bs)
-        + (43.42 - 3.1 * np.log10(h_bs)) * (np.log10(d3d) - 3.0)
+        + (43.42 - 3.1 * np.log10(h_bs)) * (log_d3d - 3.0)
         + 20.0 * log_f
         - (3.2 * np.log10(17.625) ** 2 - 4.97)
         - 0.6 * (h_ut - 1.5)
@@ -249,14 +249,19 @@ class ThreeGppModel:
         bs_height_m: float,
         ue_height_m: float | np.ndarray,
         los: np.ndarray | None = None,
+        d3d_m: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Median path loss in dB (no shadowing, no O2I loss). ``los`` required when mixed."""
+        """Median path loss in dB (no shadowing, no O2I loss). ``los`` required when mixed;
+        ``d3d_m``: the 3D distances, when the caller has them (:func:`distance_3d_m`)."""
         d2d = np.asarray(distance_m, dtype=float)
-        h_ut = np.broadcast_to(np.asarray(ue_height_m, dtype=float), d2d.shape)
-        d3d = distance_3d_m(d2d, bs_height_m, h_ut)
+        # Heights per device stay unbroadcast ((devices, 1) against (devices, sites)
+        # distances): what depends on them alone is computed once per device.
+        h_ut = np.asarray(ue_height_m, dtype=float)
+        d3d = distance_3d_m(d2d, bs_height_m, h_ut) if d3d_m is None else d3d_m
+        log_d3d = np.log10(d3d)
         fc = _ghz(frequency_hz)
         d_bp = breakpoint_distance_m(bs_height_m, h_ut, frequency_hz)
-        los_db = _los(self.release, self.environment, d2d, d3d, fc, bs_height_m, h_ut, d_bp)
+        los_db = _los(self.release, self.environment, d2d, log_d3d, fc, bs_height_m, h_ut, d_bp)
         if self.condition == "los":
             return los_db
         nlos_db = np.maximum(
@@ -264,7 +269,7 @@ class ThreeGppModel:
             _nlos(
                 self.release,
                 self.environment,
-                d3d,
+                log_d3d,
                 fc,
                 bs_height_m,
                 h_ut,

@@ -309,3 +309,22 @@ def test_next_due_names_the_earliest_running_timer():
     assert hs.next_due_s() == pytest.approx(0.58)
     hs.step(0.2, 0.1, np.array([[-80.0, -70.0]]), np.array([-10.0]))
     assert hs.next_due_s() == pytest.approx(0.2 + INDICATION_PERIOD_S)  # N310 = 1 frame
+
+
+def test_the_a3_timers_updated_where_they_run_are_the_whole_matrix_rule():
+    """_Timers.hold touches only the pairs whose condition holds now or held before, and
+    gives what ``where(holds, minimum(since, t), inf)`` over the whole matrix gives, also
+    when rows are stopped from outside in between (a handover restarts a device)."""
+    from netfl.radio.handover import _Timers
+
+    rng = np.random.default_rng(11)
+    timers, dense = _Timers((40, 12)), np.full((40, 12), np.inf)
+    for step in range(200):
+        t_s = 0.1 * step
+        holds = rng.random((40, 12)) < rng.choice([0.02, 0.3])
+        since = timers.hold(np.flatnonzero(holds), t_s)
+        dense = np.where(holds, np.minimum(dense, t_s), np.inf)
+        assert np.array_equal(timers.since_s, dense)
+        assert np.array_equal(since, dense[holds])
+        restarted = rng.choice(40, 3, replace=False)
+        timers.since_s[restarted] = dense[restarted] = np.inf

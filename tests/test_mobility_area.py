@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from netfl.mobility.area import (
     clip_to_layout,
     fold_into_cluster,
+    fold_with_shift,
     inside_layout,
     nearest_site,
     road_span_m,
@@ -58,6 +59,19 @@ def test_fold_keeps_points_inside_and_is_periodic():
         fold_into_cluster(SEVEN, inside)
 
 
+def test_the_cluster_holds_the_disc_fold_skips_and_no_more_than_sqrt_13_3_isd():
+    """fold_into_cluster takes every point within 2 ISD of the centre as inside without
+    finding its hexagon: the cluster's outline is nowhere nearer than sqrt(13/3) ISD."""
+    isd = WRAP.inter_site_distance_m
+    angle = np.linspace(0.0, 2 * np.pi, 20001)
+    ring = np.column_stack([np.cos(angle), np.sin(angle)])
+    assert inside_layout(WRAP, 2.0 * isd * ring).all()
+    assert inside_layout(WRAP, (np.sqrt(13 / 3) - 1e-6) * isd * ring).all()
+    assert not inside_layout(WRAP, (np.sqrt(13 / 3) + 1e-3) * isd * ring).all()
+    points = np.random.default_rng(3).uniform(-3 * isd, 3 * isd, (20000, 2))
+    assert inside_layout(WRAP, fold_into_cluster(WRAP, points)).all()
+
+
 def test_clip_moves_outside_points_onto_the_nearest_hexagon_edge():
     xy = np.random.default_rng(3).uniform(-800, 800, (5000, 2))
     out = ~inside_layout(SEVEN, xy)
@@ -77,3 +91,21 @@ def test_road_span_through_the_centre_of_a_line_of_sites():
     assert span == pytest.approx((-500.0, 500.0))
     assert road_span_m(WRAP, (100.0, 0.0), 180.0) == pytest.approx((-400.0, 600.0))
     assert road_span_m(WRAP, (0.0, 5000.0), 0.0) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.0, 300.0))
+def test_a_guessed_fold_is_the_fold_bit_for_bit(seed, step_m):
+    """fold_with_shift with the shifts of an earlier position (or wrong ones) as guess gives
+    the same points, bit for bit, and the same shifts as without (a road's vehicles fold
+    with their last shift as guess at every update)."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(-3e4, 3e4, (500, 2))
+    _, before = fold_with_shift(WRAP, xy)
+    later = xy + rng.normal(0.0, step_m, xy.shape)
+    expected, shift = fold_with_shift(WRAP, later)
+    assert np.array_equal(fold_into_cluster(WRAP, later), expected)
+    for guess in (before, rng.integers(-3, 4, before.shape)):
+        folded, guessed = fold_with_shift(WRAP, later, guess)
+        assert np.array_equal(folded.view(np.int64), expected.view(np.int64))
+        assert np.array_equal(guessed, shift)

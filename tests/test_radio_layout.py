@@ -187,3 +187,27 @@ def test_every_calibration_preset_is_a_valid_cell_section():
         assert (layout.n_sites, layout.sectors, layout.wrap_around) == (19, 3, True)
         assert layout.inter_site_distance_m == pytest.approx(preset.inter_site_distance_m)
         assert preset_dict(preset)["cell"]["indoor_fraction"] == 0.8
+
+
+def test_wrap_around_images_are_the_nearest_and_a_guess_changes_no_bit():
+    """Layout.site_images: each offset is the shortest of the 7 images' (brute force), and
+    an earlier image as guess (devices that moved a little, or a wrong guess) gives the same
+    offsets bit for bit."""
+    from netfl.radio.layout import _WRAP_AXIAL, hex_layout
+
+    layout = hex_layout(19, 3, 200.0, wrap_around=True)
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(-600.0, 600.0, (3000, 2))
+    offsets, image = layout.site_images(xy)
+    isd = layout.inter_site_distance_m
+    shifts = np.array([(isd * (q + r / 2), isd * r * 3**0.5 / 2) for q, r in _WRAP_AXIAL])
+    plain = xy[:, None, :] - layout.site_xy_m[None, :, :]
+    brute = np.hypot(*(plain[:, :, None, :] - shifts).transpose(3, 0, 1, 2)).min(axis=2)
+    np.testing.assert_allclose(np.hypot(offsets[..., 0], offsets[..., 1]), brute, rtol=1e-12)
+    assert (image > 0).any() and (image == 0).any()
+    moved = xy + rng.normal(0.0, 2.0, xy.shape)
+    for guess in (image, rng.integers(0, 7, image.shape).astype(np.int8)):
+        with_guess = layout.site_images(moved, guess)
+        without = layout.site_images(moved)
+        assert np.array_equal(with_guess[0].view(np.int64), without[0].view(np.int64))
+        assert np.array_equal(with_guess[1], without[1])

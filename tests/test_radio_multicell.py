@@ -308,3 +308,33 @@ def test_a_background_user_drowned_by_interference_waits_for_the_update(
         return
     rate, _, link = users.next()
     assert rate == 0.0 and link is not None and link.cell == 0
+
+
+def test_moved_devices_links_follow_their_gains_and_background_links_stay():
+    """Cells.follow (the radio update after devices moved) changes the links in flight of
+    the devices that moved, and never a background user's (device -1), whichever FL device
+    is last in the table."""
+    from types import SimpleNamespace
+
+    from netfl.radio.cells import RadioLink
+
+    _, build = _build(_multicell())
+    network, cells = build.network, build.network.cells
+    devices = network.devices
+    last = len(devices.gain_db) - 1
+    table = cells.links[UL]
+    links = {
+        "last": network._flow(UL, last, 1.0).link,
+        "other": network._flow(UL, 0, 1.0).link,
+        "background": RadioLink(0, UL, devices.gain_db[5].copy(), 10.0),
+    }
+    for link in links.values():
+        table.add(SimpleNamespace(link=link, rate_per_rb_bps=1.0))
+    before = {name: table.gain_mw[link.slot].copy() for name, link in links.items()}
+    moved_gain = devices.gain_db.copy()
+    moved_gain[last] -= 6.0
+    cells.follow(np.array([last]), moved_gain, devices.ul_power_db)
+    after = {name: table.gain_mw[link.slot] for name, link in links.items()}
+    np.testing.assert_allclose(after["last"], before["last"] / 10**0.6)
+    assert np.array_equal(after["other"], before["other"])
+    assert np.array_equal(after["background"], before["background"])

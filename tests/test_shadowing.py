@@ -103,3 +103,35 @@ def test_los_state_keeps_its_marginal_and_flips_as_the_gaussian_copula_says():
     # Far away the states are independent: P(flip) = 2 p (1 - p).
     far = state.advance(np.full(n, 1e6), np.full((n, 1), p))
     assert (after != far).mean() == pytest.approx(2 * p * (1 - p), abs=0.01)
+
+
+def test_moving_some_devices_by_rows_is_moving_all_with_zeros_for_the_rest():
+    """advance_rows / redraw_links (what the radio update calls for the devices due) leave
+    every state, and every draw, as advance / redraw over the whole matrix would."""
+    sigma = np.where(np.random.default_rng(0).random((30, 19)) < 0.5, 4.0, 7.82)
+    uniform = np.random.default_rng(1).random((30, 19))
+    whole = (
+        CorrelatedShadowing(sigma, 10.0, np.random.default_rng(2)),
+        CorrelatedLosState(uniform, 50.0, np.random.default_rng(3)),
+    )
+    rows = (
+        CorrelatedShadowing(sigma, 10.0, np.random.default_rng(2)),
+        CorrelatedLosState(uniform, 50.0, np.random.default_rng(3)),
+    )
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        due = np.flatnonzero(rng.random(30) < 0.4)
+        moved = np.zeros(30)
+        moved[due] = rng.choice([0.0, 0.7, 1.3, np.inf], len(due))
+        p_los = rng.random((30, 19))
+        los = whole[1].advance(moved, p_los)
+        assert np.array_equal(rows[1].advance_rows(due, moved[due], p_los[due]), los[due])
+        flip = np.zeros((30, 19), dtype=bool)
+        flip[due] = rng.random((len(due), 19)) < 0.1
+        new_sigma, new_dcor = np.full((30, 19), 3.0), np.full((30, 19), 13.0)
+        whole[0].redraw(flip, new_sigma, new_dcor)
+        device, site = np.nonzero(flip)
+        rows[0].redraw_links(device, site, new_sigma[flip], new_dcor[flip])
+        shadow = whole[0].advance(moved)
+        assert np.array_equal(rows[0].advance_rows(due, moved[due]), shadow[due])
+        assert np.array_equal(rows[0].shadowing_db, shadow)

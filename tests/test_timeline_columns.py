@@ -54,3 +54,27 @@ def test_sorted_by_time_is_a_stable_sort_of_every_column():
     sorted_, plain = ordered.to_arrow(sort_by_time=True), ordered.to_arrow()
     assert sorted_.column("t_s").to_pylist() == [0.0, 1.0, 1.0, 3.0]
     assert sorted_.to_pandas().equals(plain.to_pandas())  # NaN-aware
+
+
+def test_rows_recorded_together_are_the_rows_recorded_one_by_one():
+    """Timeline.record_rows (a step's handovers in one call) appends what record would."""
+    rows = [(4, 0.05, 7, 2, False), (9, 0.05, 1, 7, True), (12, 0.05, 30, 29, False)]
+    one, together = Timeline(), Timeline()
+    for timeline in (one, together):
+        timeline.record(0.5, "round_start", 0)
+    for client, duration, cell, source, ping in rows:
+        one.record(
+            1.25, "handover", client=client, duration_s=duration, cell=cell,
+            source_cell=source, ping_pong=ping,
+        )  # fmt: skip
+    clients, durations, cells, sources, pings = (list(c) for c in zip(*rows, strict=True))
+    together.record_rows(
+        1.25, "handover", clients, duration_s=durations, cell=cells, source_cell=sources,
+        ping_pong=pings,
+    )  # fmt: skip
+    together.record_rows(2.0, "handover", [])
+    assert repr(together.to_arrow().to_pydict()) == repr(one.to_arrow().to_pydict())  # NaN too
+    with pytest.raises(ValueError, match="2 values for 3 rows"):
+        together.record_rows(3.0, "handover", clients, cell=cells[:2])
+    with pytest.raises(KeyError, match="not timeline columns"):
+        together.record_rows(3.0, "handover", clients, speed=cells)

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 #: Axial (q, r) of the two vectors spanning the wrap-around lattice (19-site cluster).
 _LATTICE_AXIAL = ((5, -2), (2, 3))
 _CLUSTER_RINGS = 2
+_AROUND = np.array([(da, db) for da in (0, -1, 1) for db in (0, -1, 1)])  # search order
+_INSIDE_ISD = 2.0  # a circle inside the 19-site cluster (fold_into_cluster), in ISDs
 #: Edge normals of a pointy-top hexagon (0, 60, 120 degrees; the others are their opposites).
 _NORMALS = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0.0, 60.0, 120.0])])
 
@@ -111,32 +113,78 @@ def fold_into_cluster(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
     array([[0., 0.],
            [0., 0.]])
     """
+    return fold_with_shift(layout, xy_m)[0]
+
+
+def fold_with_shift(
+    layout: Layout, xy_m: np.ndarray, guess: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(fold_into_cluster(xy), ab)``: the folded points and the lattice vector each moved
+    by, as ``(n, 2)`` integers ``(a, b)`` of ``a (5, -2) + b (2, 3)`` (0 for points already
+    in the cluster).
+
+    ``guess`` (an earlier ``ab`` of the same points, which moved a little since) only saves
+    work, and the result is the same bit for bit: where the guessed vector takes a point
+    within 2 ISD of the centre, well inside the cluster, it is the search's answer (the
+    cluster holds one member of each coset), and the point is moved by the same expression.
+    """
     if not layout.wrap_around:
         raise ValueError("folding into the cluster needs a wrap-around layout")
     xy = np.array(xy_m, dtype=float).reshape(-1, 2)
-    q, r = _axial(layout, xy)
-    out = np.flatnonzero(_hex_distance(q, r) > _CLUSTER_RINGS)
+    # Within 2 ISD of the centre a point is in the cluster (its outline's nearest points
+    # are sqrt(13/3) ISD = 2.08 ISD away): only the others need their hexagon.
+    reach2 = (_INSIDE_ISD * layout.inter_site_distance_m) ** 2
+    lattice = _lattice_vectors_m(layout)
+    if guess is not None:
+        a, b = guess[:, 0], guess[:, 1]
+        moved = xy - (a[:, None] * lattice[0] + b[:, None] * lattice[1])
+        sure = moved[:, 0] ** 2 + moved[:, 1] ** 2 < reach2
+        if sure.all():
+            return moved, guess
+        # The rest: is the guess still their coset's member (their hexagon shifted by it
+        # in the cluster)? Search where not.
+        rest = np.flatnonzero(~sure)
+        q, r = _axial(layout, xy[rest])
+        a, b = a[rest].copy(), b[rest].copy()
+        if len(redo := np.flatnonzero(~_in_cluster(q, r, a, b))):
+            a[redo], b[redo] = _cluster_coset(q[redo], r[redo])
+        moved[rest] = xy[rest] - (a[:, None] * lattice[0] + b[:, None] * lattice[1])
+        shift = guess.copy()
+        shift[rest, 0], shift[rest, 1] = a, b
+        return moved, shift
+    ab = np.zeros((len(xy), 2), dtype=np.int64)
+    check = np.flatnonzero(xy[:, 0] ** 2 + xy[:, 1] ** 2 >= reach2)
+    if not len(check):
+        return xy, ab
+    q, r = _axial(layout, xy[check])
+    away = _hex_distance(q, r) > _CLUSTER_RINGS
+    out = check[away]
     if not len(out):
-        return xy
-    q, r = q[out], r[out]
+        return xy, ab
+    a, b = _cluster_coset(q[away], r[away])
+    xy[out] -= a[:, None] * lattice[0] + b[:, None] * lattice[1]
+    ab[out, 0], ab[out, 1] = a, b
+    return xy, ab
+
+
+def _in_cluster(q: np.ndarray, r: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether hexagon (q, r) moved by the lattice vector (a, b) is a cluster hexagon."""
+    return _hex_distance(q - 5 * a - 2 * b, r + 2 * a - 3 * b) <= _CLUSTER_RINGS
+
+
+def _cluster_coset(q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice coordinates (a, b) taking hexagons (q, r) into the cluster: the first of
+    the 9 lattice points around the rounded solution that does (one always does)."""
     # Lattice coordinates: (q, r) = a (5, -2) + b (2, 3), determinant 19.
     a0 = np.round((3 * q - 2 * r) / 19).astype(np.int64)
     b0 = np.round((2 * q + 5 * r) / 19).astype(np.int64)
-    a, b = a0.copy(), b0.copy()
-    found = np.zeros(len(out), dtype=bool)
-    for da in (0, -1, 1):
-        for db in (0, -1, 1):
-            ca, cb = a0 + da, b0 + db
-            ok = ~found & (
-                _hex_distance(q - 5 * ca - 2 * cb, r + 2 * ca - 3 * cb) <= _CLUSTER_RINGS
-            )
-            a, b = np.where(ok, ca, a), np.where(ok, cb, b)
-            found |= ok
-    if not found.all():  # pragma: no cover - the 9 candidates always hold the coset's member
+    a = a0[:, None] + _AROUND[:, 0]
+    b = b0[:, None] + _AROUND[:, 1]
+    ok = _in_cluster(q[:, None], r[:, None], a, b)
+    if not ok.any(axis=1).all():  # pragma: no cover - the 9 always hold the coset's member
         raise AssertionError("a point has no image in the wrap-around cluster")
-    lattice = _lattice_vectors_m(layout)
-    xy[out] -= a[:, None] * lattice[0] + b[:, None] * lattice[1]
-    return xy
+    first = np.argmax(ok, axis=1)[:, None]
+    return np.take_along_axis(a, first, 1)[:, 0], np.take_along_axis(b, first, 1)[:, 0]
 
 
 def keep_in_area(layout: Layout, xy_m: np.ndarray) -> np.ndarray:

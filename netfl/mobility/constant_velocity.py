@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from netfl.mobility.area import fold_into_cluster
+from netfl.mobility.area import fold_with_shift
 from netfl.mobility.base import Mobility, Step, check_dt
 from netfl.radio.layout import Layout
 
@@ -63,6 +63,7 @@ class ConstantVelocityModel(Mobility):
         self.s = np.asarray(s_m, dtype=float).copy()
         self.speed = np.asarray(speed_mps, dtype=float)
         self.sign = np.asarray(sign, dtype=float).copy()
+        self._shift: np.ndarray | None = None  # each vehicle's last fold (fold_with_shift)
         self.xy_m = self._positions()
 
     @property
@@ -71,7 +72,10 @@ class ConstantVelocityModel(Mobility):
 
     def _positions(self) -> np.ndarray:
         xy = self.start[None, :] + self.s[:, None] * self.u[None, :]
-        return fold_into_cluster(self.layout, xy) if self.at_edge == "wrap" else xy
+        if self.at_edge != "wrap":
+            return xy
+        xy, self._shift = fold_with_shift(self.layout, xy, self._shift)
+        return xy
 
     def advance(self, dt_s: float) -> Step:
         dt_s = check_dt(dt_s)

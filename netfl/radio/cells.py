@@ -186,10 +186,12 @@ class Cells:
     def follow(self, devices: np.ndarray, gain_db: np.ndarray, ul_power_db: np.ndarray) -> None:
         """The links in flight of ``devices`` take their devices' current coupling gains
         (``gain_db`` rows) and uplink powers: moving devices' links follow them."""
+        moved = np.zeros(len(gain_db) + 1, dtype=bool)  # [-1]: background users, never
+        moved[devices] = True
         for direction in DIRECTIONS:
             table = self.links[direction]
             slots = table.slots()
-            slots = slots[np.isin(table.device[slots], devices)]
+            slots = slots[moved[table.device[slots]]]
             if not len(slots):
                 continue
             device, cell = table.device[slots], table.cell[slots]

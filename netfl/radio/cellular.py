@@ -305,13 +305,15 @@ class CellularNetwork:
         finally:
             transfers.discard(me)
 
-    def hand_over(self, device: int, target: int, resume_s: float) -> None:
-        """``device`` is served by ``target`` from now on; its transfers in flight pause
-        until ``resume_s`` and continue there (:meth:`_leg`)."""
-        self._serve(device, target)
-        for proc in list(self._transfers.get(device, ())):
-            if proc.is_alive:
-                proc.interrupt(Handover(resume_s))
+    def hand_over(self, devices: np.ndarray, targets: np.ndarray, resume_s: float) -> None:
+        """``devices`` are served by ``targets`` from now on; their transfers in flight
+        pause until ``resume_s`` and continue there (:meth:`_leg`)."""
+        self._serve(devices, targets)
+        transfers = self._transfers
+        for device in devices.tolist():
+            for proc in list(transfers.get(device, ())):
+                if proc.is_alive:
+                    proc.interrupt(Handover(resume_s))
 
     def lose_link(self, device: int) -> None:
         """Radio link failure: ``device``'s transfers in flight are lost and new ones wait
@@ -328,7 +330,7 @@ class CellularNetwork:
         if event is not None:
             event.succeed()
 
-    def _serve(self, device: int, cell: int) -> None:
+    def _serve(self, device: int | np.ndarray, cell: int | np.ndarray) -> None:
         d = self.devices
         d.serving[device] = cell
         d.ul_power_db[device] = self.system.ul_power_db(-d.gain_db[device, cell])

@@ -103,6 +103,28 @@ def _empty_handovers() -> Handovers:
     return Handovers(i, i, i, f, f, np.empty(0, bool))
 
 
+class _Timers:
+    """When a condition began to hold for each (device, cell) (+inf: it does not hold now).
+
+    Few pairs meet a condition at a time, so :meth:`hold` touches only where it holds now
+    and where it held at the previous call (the only finite timers), not the whole matrix.
+    """
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.since_s = np.full(shape, np.inf)
+        self._held = np.empty(0, dtype=np.int64)  # flat indices set by the last call
+
+    def hold(self, now: np.ndarray, t_s: float) -> np.ndarray:
+        """The condition holds at ``t_s`` exactly at the flat indices ``now``: start their
+        timers (kept where already running), stop the others, return the started times."""
+        flat = self.since_s.reshape(-1)
+        since = np.minimum(flat[now], t_s)
+        flat[self._held] = np.inf
+        flat[now] = since
+        self._held = now
+        return since
+
+
 class HandoverState:
     """Event-A3 handover, interruption and RLF of ``n_devices`` devices (module doc).
 
@@ -141,8 +163,8 @@ class HandoverState:
         self.n_handovers = np.zeros(n_devices, dtype=np.int64)
         self.n_ping_pongs = np.zeros(n_devices, dtype=np.int64)
         self.n_failures = np.zeros(n_devices, dtype=np.int64)
-        self._enter_since_s: np.ndarray | None = None
-        self._leave_since_s: np.ndarray | None = None
+        self._enter: _Timers | None = None  # A3 entering condition, per (device, cell)
+        self._leave: _Timers | None = None  # A3 leaving condition of the listed cells
         self._triggered: np.ndarray | None = None
 
     # --- the step ---------------------------------------------------------------------------
@@ -172,8 +194,8 @@ class HandoverState:
 
     def _first(self, rsrp: np.ndarray) -> None:
         self.filtered_dbm = rsrp.copy()
-        self._enter_since_s = np.full(rsrp.shape, np.inf)
-        self._leave_since_s = np.full(rsrp.shape, np.inf)
+        self._enter = _Timers(rsrp.shape)
+        self._leave = _Timers(rsrp.shape)
         self._triggered = np.zeros(rsrp.shape, dtype=bool)
 
     def _filter(self, rsrp: np.ndarray, dt_s: float, fresh: np.ndarray) -> None:
@@ -189,12 +211,10 @@ class HandoverState:
         return values if self.cell_offset_db is None else values + self.cell_offset_db[None, :]
 
     def _event_a3(self, t_s: float) -> None:
-        """Entering and leaving conditions of every neighbour, and the triggered lists.
-
-        The timers hold when each condition began to hold at every update (+inf: it does
-        not hold now)."""
+        """Entering and leaving conditions of every neighbour, and the triggered lists
+        (the timers: :class:`_Timers`)."""
         assert self.filtered_dbm is not None and self._triggered is not None
-        assert self._enter_since_s is not None and self._leave_since_s is not None
+        assert self._enter is not None and self._leave is not None
         cfg = self.config
         rows = np.arange(len(self.serving))
         level = self._offsets(self.filtered_dbm)
@@ -202,15 +222,16 @@ class HandoverState:
         margin[rows, self.serving] = -np.inf  # the serving cell is no neighbour
         if not self.attached.all():
             margin[~self.attached] = np.nan  # neither entering nor leaving
-        entering = margin > cfg.hysteresis_db
-        self._enter_since_s = np.where(entering, np.minimum(self._enter_since_s, t_s), np.inf)
         due = t_s - cfg.time_to_trigger_s + _EPS_S
-        self._triggered |= self._enter_since_s <= due
-        if self._triggered.any():  # rare: a cell waiting for an interruption to end
-            # Only listed cells can leave (their leave timers start once listed).
-            leaving = self._triggered & (margin < -cfg.hysteresis_db)
-            self._leave_since_s = np.where(leaving, np.minimum(self._leave_since_s, t_s), np.inf)
-            self._triggered &= self._leave_since_s > due
+        triggered = self._triggered.reshape(-1)
+        entering = np.flatnonzero(margin > cfg.hysteresis_db)
+        since = self._enter.hold(entering, t_s)
+        triggered[entering[since <= due]] = True
+        listed = np.flatnonzero(triggered)
+        if len(listed):  # only listed cells can leave (their leave timers start once listed)
+            leaving = listed[margin.reshape(-1)[listed] < -cfg.hysteresis_db]
+            since = self._leave.hold(leaving, t_s)
+            triggered[leaving[since <= due]] = False
 
     def _execute(self, t_s: float) -> Handovers:
         assert self.filtered_dbm is not None and self._triggered is not None
@@ -236,10 +257,10 @@ class HandoverState:
 
     def _restart(self, device: np.ndarray) -> None:
         """A new serving cell (or none): fresh A3 timers and list, T310 stopped."""
-        assert self._enter_since_s is not None and self._leave_since_s is not None
+        assert self._enter is not None and self._leave is not None
         assert self._triggered is not None
-        self._enter_since_s[device] = np.inf
-        self._leave_since_s[device] = np.inf
+        self._enter.since_s[device] = np.inf
+        self._leave.since_s[device] = np.inf
         self._triggered[device] = False
         self.t310_start_s[device] = np.nan
         self.out_since_s[device] = np.nan
@@ -303,9 +324,10 @@ class HandoverState:
         then sees it at its exact time. ``inf`` when nothing is pending."""
         cfg = self.config
         times = [self.back_at_s]
-        if self._enter_since_s is not None and self._triggered is not None:
-            pending = ~self._triggered & np.isfinite(self._enter_since_s)
-            times.append(np.where(pending, self._enter_since_s + cfg.time_to_trigger_s, np.nan))
+        if self._enter is not None and self._triggered is not None:
+            since_s = self._enter.since_s
+            pending = ~self._triggered & np.isfinite(since_s)
+            times.append(np.where(pending, since_s + cfg.time_to_trigger_s, np.nan))
             waiting = self._triggered.any(axis=1)
             times.append(np.where(waiting, self.interrupted_until_s, np.nan))
         running = ~np.isnan(self.t310_start_s)

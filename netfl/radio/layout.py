@@ -81,30 +81,54 @@ class Layout:
         return np.repeat(np.arange(self.n_sites), self.sectors)
 
     @property
+    def sector_boresight_deg(self) -> np.ndarray:
+        """Boresight azimuth of each sector of a site (degrees; 0 for omni cells)."""
+        return np.array(SECTOR_BORESIGHTS_DEG[self.sectors])
+
+    @property
     def cell_boresight_deg(self) -> np.ndarray:
         """Boresight azimuth of each cell (degrees; 0 for omni cells)."""
-        return np.tile(np.array(SECTOR_BORESIGHTS_DEG[self.sectors]), self.n_sites)
+        return np.tile(self.sector_boresight_deg, self.n_sites)
 
     def site_offsets_m(self, device_xy_m: np.ndarray) -> np.ndarray:
         """``(devices, sites, 2)`` vectors from each site (its nearest image with
         wrap-around) to each device."""
+        return self.site_images(device_xy_m)[0]
+
+    def site_images(
+        self, device_xy_m: np.ndarray, guess: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets (devices, sites, 2), image (devices, sites))``: the vectors of
+        :meth:`site_offsets_m` and which of the 7 wrap-around images of each site they are
+        from (0: the site itself; all 0 without wrap-around).
+
+        ``guess`` (an earlier ``image`` of the same devices, which moved a little since)
+        only saves work: a link whose guessed image lies within 0.49 of the images'
+        spacing (sqrt(19) ISD) is nearest to it whatever the others, so only the rest are
+        searched; the offsets are the same, bit for bit, as without it.
+        """
         xy = np.asarray(device_xy_m, dtype=float)
-        offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
         if not self.wrap_around:
-            return offsets
-        # Complex positions: the 7 images' squared distances without a (..., 2) axis.
+            offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
+            return offsets, np.zeros(offsets.shape[:2], dtype=np.int8)
         isd = self.inter_site_distance_m
-        shifts = np.array([isd * (q + r / 2) + 1j * isd * r * SQRT3 / 2 for q, r in _WRAP_AXIAL])
-        sites = self.site_xy_m[:, 0] + 1j * self.site_xy_m[:, 1]
-        for start in range(0, len(offsets), _WRAP_BLOCK):
-            block = xy[start : start + _WRAP_BLOCK]
-            z = (block[:, 0] + 1j * block[:, 1])[:, None] - sites[None, :]
-            candidates = z[..., None] - shifts
-            nearest = np.argmin(candidates.real**2 + candidates.imag**2, axis=2)
-            best = np.take_along_axis(candidates, nearest[..., None], axis=2)[..., 0]
-            offsets[start : start + _WRAP_BLOCK, :, 0] = best.real
-            offsets[start : start + _WRAP_BLOCK, :, 1] = best.imag
-        return offsets
+        shift_x = np.array([isd * (q + r / 2) for q, r in _WRAP_AXIAL])
+        shift_y = np.array([isd * r * SQRT3 / 2 for _, r in _WRAP_AXIAL])
+        safe2 = (0.49 * np.sqrt(19.0) * isd) ** 2
+        dx = xy[:, 0, None] - self.site_xy_m[None, :, 0]
+        dy = xy[:, 1, None] - self.site_xy_m[None, :, 1]
+        image = np.zeros(dx.shape, dtype=np.intp) if guess is None else guess.astype(np.intp)
+        x, y = dx - shift_x[image], dy - shift_y[image]
+        far = np.flatnonzero(x * x + y * y >= safe2)
+        for start in range(0, len(far), _WRAP_BLOCK):
+            links = far[start : start + _WRAP_BLOCK]
+            cx = dx.flat[links][:, None] - shift_x
+            cy = dy.flat[links][:, None] - shift_y
+            nearest = np.argmin(cx * cx + cy * cy, axis=1)
+            image.flat[links] = nearest
+            x.flat[links] = dx.flat[links] - shift_x[nearest]
+            y.flat[links] = dy.flat[links] - shift_y[nearest]
+        return np.stack([x, y], axis=-1), image.astype(np.int8)
 
     def drop(
         self,

@@ -121,13 +121,16 @@ class Motion:
         self.heights = placement.heights
         layout = system.layout
         self.population, self.rows = population, moving_rows(scenario)
+        #: The moving devices' rows as a slice when they are contiguous (every device
+        #: moves, or one block of groups): their gains are then read without a copy.
+        self._block = _as_slice(self.rows)
         self.xy_m = placement.xy_m.copy()
         env = system.environment
         kind = _environment_kind(env.model)
         rows = self.rows
         self._heights = _subset(placement.heights, rows)
         geometry = site_geometry(layout, self.xy_m[rows], self._heights, env)
-        self.p_los = geometry.p_los
+        self.p_los, self._image = geometry.p_los, geometry.image
         self.los_state = CorrelatedLosState(
             state.los_uniform[rows], LOS_DECORRELATION_M[kind], streams.get("radio.los_path")
         )
@@ -149,6 +152,9 @@ class Motion:
         #: A device's channel is re-evaluated once it has moved this far since the last time.
         self.step_m = scenario.radio.channel_step_m  # type: ignore[union-attr]
         self.pending_m = np.zeros(len(self.rows))
+        #: The moving devices' coupling gains in mW, kept with ``gain_db`` (only _follow
+        #: changes them): the handover's SINR needs all of them at every update.
+        self._gain_mw = db_to_mw(network.devices.gain_db[rows])
 
     @property
     def speed_mps(self) -> np.ndarray:
@@ -173,44 +179,47 @@ class Motion:
         indices among the moving ones) at their new places."""
         system, env = self.system, self.system.environment
         rows = self.rows[due]
-        moved = np.zeros(len(self.rows))
-        moved[due] = self.pending_m[due]
+        moved = self.pending_m[due]
         self.pending_m[due] = 0.0
         heights = _subset(self._heights, due)
-        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env)
-        self.p_los[due] = geometry.p_los
-        los = self.los_state.advance(moved, self.p_los)
-        flipped = los != self.los
-        if flipped.any():
-            self.shadowing.redraw(
-                flipped,
-                shadowing_sigma_db(env, los, self._heights),
-                decorrelation_distance_m(self._kind, los, self._heights.indoor),
+        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env, self._image[due])
+        self.p_los[due], self._image[due] = geometry.p_los, geometry.image
+        los = self.los_state.advance_rows(due, moved, geometry.p_los)
+        device, site = np.nonzero(los != self.los[due])  # links whose LOS state flipped
+        if len(device):
+            flipped = los[device, site][:, None]
+            at = _subset(heights, device)
+            self.shadowing.redraw_links(
+                due[device],
+                site,
+                shadowing_sigma_db(env, flipped, at)[:, 0],
+                decorrelation_distance_m(self._kind, flipped, at.indoor)[:, 0],
             )
-        self.los = los
-        shadow = self.shadowing.advance(moved)[due]
+        self.los[due] = los
+        shadow = self.shadowing.advance_rows(due, moved)
         if not env.shadowing:
             shadow = np.zeros_like(shadow)
         coupling, _ = coupling_gains(
-            system.layout, geometry, heights, env, los[due], shadow, self.o2i_db[due]
+            system.layout, geometry, heights, env, los, shadow, self.o2i_db[due]
         )
         devices = self.network.devices
         devices.gain_db[rows] = coupling
+        self._gain_mw[due] = db_to_mw(coupling)
         serving = devices.serving[rows]
         devices.ul_power_db[rows] = system.ul_power_db(-coupling[np.arange(len(rows)), serving])
         self.cells.follow(rows, devices.gain_db, devices.ul_power_db)
 
     def _hand_over(self, now_s: float, dt_s: float) -> None:
-        devices, rows = self.network.devices, self.rows
-        gain_db = devices.gain_db[rows]
+        devices = self.network.devices
+        gain_db = devices.gain_db[self._block]
         rsrp = self.system.dl_power_db + gain_db
         events = self.handover.step(now_s, dt_s, rsrp, self._dl_sinr_db(gain_db))
         self._apply(events)
 
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
-        serving = self.network.devices.serving[self.rows]
-        mw = db_to_mw(gain_db)
+        serving = self.network.devices.serving[self._block]
+        mw = self._gain_mw
         own = mw[np.arange(len(mw)), serving]
         occupancy = self.cells.occupancy[DL]
         seen = np.maximum(mw @ occupancy - own * occupancy[serving], 0.0)
@@ -221,25 +230,18 @@ class Motion:
     def _apply(self, events: StepEvents) -> None:
         rows, record = self.rows, self.timeline.record
         h = events.handovers
-        for i, source, target, t_s, end_s, ping in zip(
-            h.device.tolist(),
-            h.source.tolist(),
-            h.target.tolist(),
-            h.t_s.tolist(),
-            h.interruption_end_s.tolist(),
-            h.ping_pong.tolist(),
-            strict=True,
-        ):
-            device = int(rows[i])
-            self.network.hand_over(device, target, end_s)
-            record(
+        if len(h.device):  # a step's handovers are at its time, with the same interruption
+            devices = rows[h.device]
+            t_s, end_s = float(h.t_s[0]), float(h.interruption_end_s[0])
+            self.network.hand_over(devices, h.target, end_s)
+            self.timeline.record_rows(
                 t_s,
                 "handover",
-                client=device,
-                duration_s=end_s - t_s,
-                cell=target,
-                source_cell=source,
-                ping_pong=bool(ping),
+                devices.tolist(),
+                duration_s=(h.interruption_end_s - h.t_s).tolist(),
+                cell=h.target.tolist(),
+                source_cell=h.source.tolist(),
+                ping_pong=h.ping_pong.tolist(),
             )
         f = events.failures
         for i, cell, t_s in zip(f.device.tolist(), f.cell.tolist(), f.t_s.tolist(), strict=True):
@@ -270,6 +272,13 @@ class Motion:
             column[self.rows] = values
             out[name] = column
         return out
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` (ascending) as a slice when they are contiguous, else unchanged."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def _subset(heights: DeviceHeights, rows: np.ndarray) -> DeviceHeights:

@@ -222,18 +222,24 @@ class SiteGeometry:
     """Where devices are from every site: what the path loss and the antennas take."""
 
     offsets_m: np.ndarray  # (devices, sites, 2), from each site's nearest image
+    image: np.ndarray  # (devices, sites), which wrap-around image (Layout.site_images)
     distance_m: np.ndarray  # (devices, sites), unclipped
     d2d_m: np.ndarray  # (devices, sites), clipped or checked against the model's validity
     p_los: np.ndarray  # (devices, sites)
 
 
 def site_geometry(
-    layout: Layout, xy: np.ndarray, heights: DeviceHeights, env: Environment
+    layout: Layout,
+    xy: np.ndarray,
+    heights: DeviceHeights,
+    env: Environment,
+    image_guess: np.ndarray | None = None,
 ) -> SiteGeometry:
     """Distances and LOS probabilities of every (device, site) link (raises
-    ``OutOfValidityError`` for a distance outside the model's validity unless clipping)."""
+    ``OutOfValidityError`` for a distance outside the model's validity unless clipping);
+    ``image_guess``: the devices' earlier ``image`` (:meth:`Layout.site_images`)."""
     model = env.model
-    offsets = layout.site_offsets_m(xy)  # (devices, sites, 2)
+    offsets, image = layout.site_images(xy, image_guess)  # (devices, sites, 2)
     distance = np.hypot(offsets[..., 0], offsets[..., 1])
     d2d = model.check_distance(distance, env.out_of_range)
     d2d_out = d2d
@@ -241,11 +247,10 @@ def site_geometry(
         # Table 7.4.2-1: d2D-out for indoor devices
         d2d_out = np.maximum(d2d - heights.indoor_distance_m[:, None], 1e-3)
     if isinstance(model, ThreeGppModel):
-        h_ut = np.broadcast_to(heights.height_m[:, None], d2d.shape)
-        p_los = model.los_probability(d2d_out, h_ut)
+        p_los = model.los_probability(d2d_out, heights.height_m[:, None])
     else:  # any ChannelModel (ITU-R M.2135: no height dependence)
         p_los = model.los_probability(d2d_out)
-    return SiteGeometry(offsets, distance, d2d, p_los)
+    return SiteGeometry(offsets, image, distance, d2d, p_los)
 
 
 def shadowing_sigma_db(env: Environment, los: np.ndarray, heights: DeviceHeights) -> np.ndarray:
@@ -271,21 +276,25 @@ def coupling_gains(
     update re-evaluates for devices that moved."""
     model = env.model
     d2d = geometry.d2d_m
-    pathloss = model.pathloss_db(
-        d2d, env.frequency_hz, env.bs_height_m, _ue_heights(model, heights, d2d.shape), los=los
-    )
-    site_loss = pathloss + shadow_db + o2i_db[:, None]
-    # Antenna gain towards each device, per cell (sectors share their site's link).
-    cell_site = layout.cell_site
     h_ut = heights.height_m[:, None]
     d3d = distance_3d_m(d2d, env.bs_height_m, h_ut)
+    ue_heights = _ue_heights(model, heights)
+    if isinstance(model, ThreeGppModel):  # it takes the 3D distances computed here
+        pathloss = model.pathloss_db(
+            d2d, env.frequency_hz, env.bs_height_m, ue_heights, los=los, d3d_m=d3d
+        )
+    else:
+        pathloss = model.pathloss_db(d2d, env.frequency_hz, env.bs_height_m, ue_heights, los=los)
+    site_loss = pathloss + shadow_db + o2i_db[:, None]
+    # Antenna gain towards each device, per cell (sectors share their site's link): as
+    # (sectors, devices, sites), the long axes inside; cell = site x sectors + sector.
     zenith = np.degrees(np.arccos((env.bs_height_m - h_ut) / d3d))  # 90 = horizon
     zenith_deg = 180.0 - zenith  # from the BS, looking down is zenith > 90
     offsets = geometry.offsets_m
     azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
-    relative_az = azimuth[:, cell_site] - layout.cell_boresight_deg[None, :]
-    gain = env.antenna.gain_dbi(zenith_deg[:, cell_site], relative_az)
-    coupling = gain - site_loss[:, cell_site]
+    relative_az = azimuth[None] - layout.sector_boresight_deg[:, None, None]
+    gain = env.antenna.gain_dbi(zenith_deg[None], relative_az)
+    coupling = (gain - site_loss[None]).transpose(1, 2, 0).reshape(len(d2d), layout.n_cells)
     if env.ue_gain_dbi:
         coupling = coupling + env.ue_gain_dbi
     return coupling, pathloss
@@ -324,11 +333,12 @@ def _block_gains(
     return out
 
 
-def _ue_heights(model: ChannelModel, heights: DeviceHeights, shape: tuple[int, ...]) -> Any:
-    """The UE heights as the model takes them: a (devices, sites) array for the TR 38.901
-    models, one height for the others (whose ``pathloss_db`` takes a float)."""
+def _ue_heights(model: ChannelModel, heights: DeviceHeights) -> Any:
+    """The UE heights as the model takes them: a (devices, 1) array for the TR 38.901
+    models (broadcasting against the (devices, sites) distances), one height for the
+    others (whose ``pathloss_db`` takes a float)."""
     if isinstance(model, ThreeGppModel):
-        return np.broadcast_to(heights.height_m[:, None], shape)
+        return heights.height_m[:, None]
     unique = np.unique(heights.height_m)
     if unique.size > 1:
         raise ValueError(

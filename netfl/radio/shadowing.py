@@ -110,11 +110,17 @@ class _PathProcess:
 
     def advance(self, moved_m: np.ndarray) -> np.ndarray:
         """Move each device; return the rows (devices) whose values changed."""
+        return self.advance_rows(np.arange(len(self.pending_m)), moved_m)
+
+    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray) -> np.ndarray:
+        """Move the ``devices`` (ascending rows) by ``moved_m`` (one each; the others stay
+        where they are, exactly as :meth:`advance` with 0 for them would leave them);
+        return the rows whose values changed."""
         moved = np.asarray(moved_m, dtype=float)
-        if np.any(moved < 0) or np.any(np.isnan(moved)):
+        if not (moved >= 0).all():  # NaN too
             raise ValueError("moved_m must be >= 0 (inf draws afresh)")
-        self.pending_m += moved
-        rows = np.flatnonzero(self.pending_m >= max(self.min_step_m, 1e-300))
+        self.pending_m[devices] += moved
+        rows = devices[self.pending_m[devices] >= max(self.min_step_m, 1e-300)]
         if not len(rows):
             return rows
         every = len(rows) == len(self.pending_m)  # the usual case: no fancy indexing
@@ -183,13 +189,27 @@ class CorrelatedShadowing:
         self._path.advance(moved_m)
         return self.shadowing_db
 
+    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray) -> np.ndarray:
+        """Move only the ``devices`` (ascending rows, :meth:`_PathProcess.advance_rows`) and
+        return their shadowing, dB ``(len(devices), sites)``."""
+        self._path.advance_rows(devices, moved_m)
+        return self.sigma_db[devices] * self._path.z[devices]
+
     def redraw(self, links: np.ndarray, sigma_db: np.ndarray, d_cor_m: np.ndarray) -> None:
         """Draw the shadowing of the ``links`` (a boolean ``(devices, sites)`` mask) afresh
         with new sigma and d_cor (their LOS or O2I state changed)."""
         links = np.asarray(links, dtype=bool)
-        self.sigma_db = np.where(links, sigma_db, self.sigma_db)
-        self._path.d_cor_m = np.where(links, d_cor_m, self._path.d_cor_m)
-        self._path.z[links] = self._path.rng.standard_normal(int(links.sum()))
+        device, site = np.nonzero(links)
+        self.redraw_links(device, site, np.asarray(sigma_db)[links], np.asarray(d_cor_m)[links])
+
+    def redraw_links(
+        self, device: np.ndarray, site: np.ndarray, sigma_db: np.ndarray, d_cor_m: np.ndarray
+    ) -> None:
+        """:meth:`redraw` of the links ``(device[i], site[i])``, given in row-major order
+        (as ``np.nonzero`` lists them), with their new sigma and d_cor: the same draws."""
+        self.sigma_db[device, site] = sigma_db
+        self._path.d_cor_m[device, site] = d_cor_m
+        self._path.z[device, site] = self._path.rng.standard_normal(len(device))
 
 
 class CorrelatedLosState:
@@ -230,3 +250,13 @@ class CorrelatedLosState:
         if len(rows):
             self._u[rows] = ndtr(self._path.z[rows])
         return self._u < np.asarray(p_los)
+
+    def advance_rows(
+        self, devices: np.ndarray, moved_m: np.ndarray, p_los: np.ndarray
+    ) -> np.ndarray:
+        """Move only the ``devices`` (ascending rows) and return their LOS states for their
+        LOS probabilities ``p_los`` (``(len(devices), sites)``); the others' are unchanged."""
+        rows = self._path.advance_rows(devices, moved_m)
+        if len(rows):
+            self._u[rows] = ndtr(self._path.z[rows])
+        return self._u[devices] < np.asarray(p_los)

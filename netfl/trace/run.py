@@ -312,7 +312,7 @@ def load_run(path: str | Path) -> Run:
     return Run(path)
 
 
-def load_runs(spec: str | Path | Iterable[str | Path]) -> Runs:
+def load_runs(spec: str | Path | Iterable[str | Path]) -> Runs[Run]:
     """Open several runs: a glob (``"runs/quickstart-*"``), a sweep directory (its runs), a
     run directory, or a list of any of these.
 

@@ -10,19 +10,39 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, overload
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    from netfl.trace.run import Run
 
 #: Scenario keys that do not change what a run computes (left out of configurations).
 NON_CONFIG_PREFIXES = ("name", "output.", "seed")
 
 
-class Runs(Sequence["Run"]):
+class RunTables(Protocol):
+    """What :class:`Runs` reads of a run (:class:`netfl.trace.run.Run` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def summary(self) -> pd.Series: ...
+    @property
+    def rounds(self) -> pd.DataFrame: ...
+    @property
+    def clients(self) -> pd.DataFrame: ...
+    @property
+    def timeline(self) -> pd.DataFrame: ...
+
+
+R = TypeVar("R", bound=RunTables)
+
+
+class Runs(Sequence[R]):
     """Several runs, with their tables concatenated and their parameters as columns.
 
     Concatenated tables (``rounds``, ``clients``, ``timeline``) get a ``run`` column (the
@@ -30,17 +50,17 @@ class Runs(Sequence["Run"]):
     differs between the runs, plus ``seed``). ``params`` has every parameter.
     """
 
-    def __init__(self, runs: Iterable[Run]) -> None:
+    def __init__(self, runs: Iterable[R]) -> None:
         self.runs = list(runs)
         names = [r.id for r in self.runs]
         unique = len(set(names)) == len(names)
         self.ids = names if unique else [str(r.path) for r in self.runs]
 
     @overload
-    def __getitem__(self, index: int) -> Run: ...
+    def __getitem__(self, index: int) -> R: ...
     @overload
-    def __getitem__(self, index: slice) -> Runs: ...
-    def __getitem__(self, index: int | slice) -> Run | Runs:
+    def __getitem__(self, index: slice) -> Runs[R]: ...
+    def __getitem__(self, index: int | slice) -> R | Runs[R]:
         if isinstance(index, slice):
             return Runs(self.runs[index])
         return self.runs[index]
@@ -48,7 +68,7 @@ class Runs(Sequence["Run"]):
     def __len__(self) -> int:
         return len(self.runs)
 
-    def __iter__(self) -> Iterator[Run]:
+    def __iter__(self) -> Iterator[R]:
         return iter(self.runs)
 
     def __repr__(self) -> str:

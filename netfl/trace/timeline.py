@@ -212,6 +212,29 @@ class Timeline:
         code = self._codes.get(kind)
         self._kind.append(code if code is not None else self._code(kind))
 
+    def record_rows(self, t_s: float, kind: str, clients: list[int], **columns: list[Any]) -> None:
+        """Append one event per client, all at ``t_s``, row ``i`` with the ``i``-th value of
+        every column: the rows :meth:`record` would append one by one, in one call."""
+        n = len(clients)
+        if not n:
+            return
+        self._check(columns)
+        rows = range(len(self._t), len(self._t) + n)
+        for name, values in columns.items():
+            if len(values) != n:
+                raise ValueError(f"column {name!r} has {len(values)} values for {n} rows")
+            self._rows[name].extend(rows)
+            column = self._values.get(name)
+            if column is not None:
+                column.extend(values)
+            else:
+                self._optional[name].extend(values)
+        self._t.extend([t_s] * n)
+        self._round.extend([-1] * n)
+        self._client.extend(clients)
+        code = self._codes.get(kind)
+        self._kind.extend([code if code is not None else self._code(kind)] * n)
+
     def record_many(
         self, t_s: float, kind: str, round: int, clients: Iterable[int], **values: float
     ) -> None:
