@@ -83,8 +83,9 @@ def _kinds(prefix: str) -> dict[str, str]:
     return {kind: prefix + kind for kind in LOGGED}
 
 
-#: The kinds an exchange logs (:class:`Exchange`; a poll's carry the prefix ``poll_``).
-LOGGED = (
+#: A client's steps in an exchange, in order: the timeline kinds that start and end its
+#: phases (a poll's carry the prefix ``poll_``).
+STEPS = (
     "download_start",
     "download_end",
     "cold_start_start",
@@ -93,8 +94,9 @@ LOGGED = (
     "compute_end",
     "upload_start",
     "upload_end",
-    *(kind for _, kind in LEAVE.values()),
 )
+#: The kinds an exchange logs (:class:`Exchange`): its steps and a client's leaving.
+LOGGED = (*STEPS, *(kind for _, kind in LEAVE.values()))
 
 
 @dataclass

@@ -265,14 +265,7 @@ class CellularNetwork:
         if not self.mobile:  # static devices: one flow, the same events as ever
             if self._slotted[direction]:
                 yield from self._slot_wait(direction, flow)
-            # carry(scheduler, flow) in place: no generator of its own, twice an update
-            scheduler = self.cells.schedulers[direction][flow.link.cell]
-            done = scheduler.open(flow)
-            try:
-                yield done
-            except simpy.Interrupt:
-                scheduler.close(flow)
-                raise
+            yield from carry(self.cells.schedulers[direction][flow.link.cell], flow)
             return flow.start_s, flow.link.cell
         me = self.env.active_process
         assert me is not None  # called from a transfer process
