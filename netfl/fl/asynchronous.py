@@ -52,7 +52,7 @@ from netfl.trace.tables import RoundRecord
 MAX_IDLE_TRIES = 10_000
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job:
     """A client in flight: the version it trains on and what the strategy saw of it (its
     row of its epoch's pool features, read only for a strategy that observes)."""
@@ -64,7 +64,7 @@ class _Job:
     process: simpy.Process | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Arrival:
     outcome: Outcome
     version: int
@@ -81,10 +81,17 @@ class _IdleCandidates:
     before it: the ``i``-th row in flight (sorted) has ``busy[i] - i`` idle rows before it,
     non-decreasing in ``i``, so ``m`` is a binary search."""
 
-    __slots__ = ("_gathered", "_rows", "busy", "pool", "pool_row")
+    __slots__ = ("_gathered", "_rows", "busy", "features", "pool", "pool_row")
 
-    def __init__(self, pool: np.ndarray, pool_row: np.ndarray, busy: list[int]) -> None:
-        self.pool, self.pool_row = pool, pool_row  # neither is rewritten once made
+    def __init__(
+        self,
+        pool: np.ndarray,
+        pool_row: np.ndarray,
+        busy: list[int],
+        features: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        # None of these is rewritten once made (a new epoch makes new ones).
+        self.pool, self.pool_row, self.features = pool, pool_row, features or {}
         self.busy = busy  # the pool rows in flight, sorted (this selection's own copy)
         self._rows: np.ndarray | None = None
         self._gathered: np.ndarray | None = None
@@ -93,7 +100,7 @@ class _IdleCandidates:
         return len(self.pool) - len(self.busy)
 
     def at(self, j: int) -> int:
-        n = len(self)
+        n = len(self.pool) - len(self.busy)
         if not -n <= j < n:
             raise IndexError(f"candidate {j} of {n}")
         j += n if j < 0 else 0
@@ -126,6 +133,10 @@ class _IdleCandidates:
         if self._gathered is None:
             self._gathered = _read_only(self.pool[self.rows()])
         return self._gathered
+
+    def feature(self, name: str) -> np.ndarray:
+        """The candidates' values of the pool's feature ``name``."""
+        return self.features[name][self.rows()]
 
 
 class _IdleColumns:
@@ -185,6 +196,7 @@ class AsyncServer(Server):
         self.n_idle = 0  # consecutive refills that started nobody with nobody training
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
+        self._feature_names: tuple[str, ...] = ()
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)  # -1: not in the pool
         # The pool rows of the clients in flight, sorted: the idle candidates are the
         # others (_IdleCandidates), kept as clients start and finish.
@@ -249,7 +261,7 @@ class AsyncServer(Server):
         turned = self.n_started >= (self.epoch + 1) * self.concurrency
         if self.epoch < 0 or turned or (not self.jobs and len(self.pool) == len(self._busy_rows)):
             yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
-        idle = _IdleCandidates(self.pool, self.pool_row, self._busy_rows.copy())
+        idle = _IdleCandidates(self.pool, self.pool_row, self._busy_rows.copy(), self.pool_features)
         ctx = self._idle_context(idle, free)
         self.n_selections += 1
         if type(self.strategy).choose_polled is not Strategy.choose_polled:
@@ -270,11 +282,10 @@ class AsyncServer(Server):
         """The selection among the idle candidates; its arrays, the candidates' included,
         are gathered only if the strategy reads them (``Server._context`` gathers every
         one)."""
-        features = self.pool_features
         return SelectionContext.deferred(
             _IdleColumns(candidates, self.reported, self.learner.n_samples),
-            tuple(features),
-            lambda name: features[name][candidates.rows()],
+            self._feature_names,
+            candidates.feature,
             round=self.n_selections,
             now_s=self.env.now,
             candidates=candidates,
@@ -294,6 +305,7 @@ class AsyncServer(Server):
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)
         self.pool_row[pool] = np.arange(len(pool))
         self.pool_features = dict(self._features(pool))
+        self._feature_names = tuple(self.pool_features)
         self._busy_rows = np.flatnonzero(self.in_flight[pool]).tolist()
 
     def _start(self, client: int, limit: float | None) -> None:

@@ -205,9 +205,11 @@ class Server:
         self._final_evaluation()
 
     def _finished(self, round_: int) -> bool:
-        if self.config.rounds is not None and round_ >= self.config.rounds:
+        config = self.config
+        if config.rounds is not None and round_ >= config.rounds:
             return True
-        return self._past_budget()
+        budget = config.time_budget_s  # _past_budget(), in place: checked thrice an update
+        return budget is not None and self.env.now >= budget
 
     def _past_budget(self) -> bool:
         """Whether the simulated-time budget T_final is spent."""
