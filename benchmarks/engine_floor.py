@@ -12,7 +12,8 @@ rounds) as it is, with the timeline's recording switched off, with ``radio.model
 cycles each transfer leaves cost), and SimPy's own cost per event (processes waiting on
 timeouts), each in a fresh process.
 
-``split PROTOCOL``: wall microseconds per update of ``benchmarks.async_bench``'s run spent
+``split PROTOCOL``: wall microseconds per update of ``benchmarks.async_bench``'s run (or
+``million``: ``benchmarks.million_bench``'s, ``--updates`` / 1,000 rounds) spent
 inside the server's process, inside the clients' processes (download, compute, upload),
 and the rest (SimPy's loop, the schedulers' timers, the callbacks at a client's end),
 without a profiler (a clock read before and after each step of the two).
@@ -86,9 +87,11 @@ def split(protocol: str, updates: int) -> None:
     from netfl.scenario import scenario_from_data
     from netfl.world import build_world
 
-    world = build_world(
-        scenario_from_data(async_bench.scenario(10_000, 100, updates, protocol, 1.0, "random"))
-    )
+    if protocol == "million":  # million_bench's run, updates // 1,000 rounds
+        data = million_bench.scenario(1_000_000, 1000, max(updates // 1000, 1), 0.001)
+    else:
+        data = async_bench.scenario(10_000, 100, updates, protocol, 1.0, "random")
+    world = build_world(scenario_from_data(data))
     spent = {"server": 0.0, "client": 0.0}
     server_run, client = world.server.run, exchange.Exchange._client
     world.server.run = lambda: _timed(server_run(), spent, "server")  # type: ignore[method-assign]
@@ -170,7 +173,7 @@ def main() -> None:
     prof.add_argument("--updates", type=int, default=20_000)
     prof.add_argument("--strategy", choices=sorted(async_bench.STRATEGIES), default="random")
     parts = sub.add_parser("split")
-    parts.add_argument("protocol", choices=["fedavg", "fedbuff", "fedasync"])
+    parts.add_argument("protocol", choices=["fedavg", "fedbuff", "fedasync", "million"])
     parts.add_argument("--updates", type=int, default=30_000)
     low = sub.add_parser("floor")
     low.add_argument("--rounds", type=int, default=30)
