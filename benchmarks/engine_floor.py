@@ -12,7 +12,14 @@ rounds) as it is, with the timeline's recording switched off, with ``radio.model
 cycles each transfer leaves cost), and SimPy's own cost per event (processes waiting on
 timeouts), each in a fresh process.
 
-Run: ``python -m benchmarks.engine_floor profile fedbuff --strategy first`` or
+``split PROTOCOL``: wall microseconds per update of ``benchmarks.async_bench``'s run (or
+``million``: ``benchmarks.million_bench``'s, ``--updates`` / 1,000 rounds) spent
+inside the server's process, inside the clients' processes (download, compute, upload),
+and the rest (SimPy's loop, the schedulers' timers, the callbacks at a client's end),
+without a profiler (a clock read before and after each step of the two).
+
+Run: ``python -m benchmarks.engine_floor profile fedbuff --strategy first``,
+``python -m benchmarks.engine_floor split fedbuff`` or
 ``python -m benchmarks.engine_floor floor --rounds 30``.
 """
 
@@ -25,6 +32,7 @@ import pstats
 import subprocess
 import sys
 import time
+from collections.abc import Generator
 from typing import Any
 
 from benchmarks import async_bench, million_bench
@@ -51,6 +59,52 @@ def profile(protocol: str, updates: int, strategy: str) -> None:
     print(f"{protocol}, {strategy}: {1e6 * total / updates:.0f} profiled us / update")
     for module, seconds in sorted(by_module.items(), key=lambda kv: -kv[1])[:15]:
         print(f"  {1e6 * seconds / updates:7.1f} us  {module}")
+
+
+def _timed(steps: Generator[Any, Any, Any], spent: dict[str, float], key: str) -> Any:
+    """``yield from steps``, adding the seconds spent inside each of its steps to
+    ``spent[key]`` (the wrapper's own cost, two clock reads a step, included)."""
+    clock, value, error = time.perf_counter, None, None
+    while True:
+        start = clock()
+        try:
+            event = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            spent[key] += clock() - start
+            return stop.value
+        spent[key] += clock() - start
+        value, error = None, None
+        try:
+            value = yield event
+        except BaseException as caught:  # an interrupt: passed on to the steps
+            error = caught
+
+
+def split(protocol: str, updates: int) -> None:
+    """Seconds per update inside the server's process, inside the clients' processes, and
+    the rest (SimPy's loop, the schedulers' timers, the callbacks at a client's end)."""
+    import netfl.fl.exchange as exchange
+    from netfl.scenario import scenario_from_data
+    from netfl.world import build_world
+
+    if protocol == "million":  # million_bench's run, updates // 1,000 rounds
+        data = million_bench.scenario(1_000_000, 1000, max(updates // 1000, 1), 0.001)
+    else:
+        data = async_bench.scenario(10_000, 100, updates, protocol, 1.0, "random")
+    world = build_world(scenario_from_data(data))
+    spent = {"server": 0.0, "client": 0.0}
+    server_run, client = world.server.run, exchange.Exchange._client
+    world.server.run = lambda: _timed(server_run(), spent, "server")  # type: ignore[method-assign]
+    exchange.Exchange._client = lambda self, out: _timed(client(self, out), spent, "client")  # type: ignore[method-assign]
+    start = time.perf_counter()
+    world.run()
+    total = time.perf_counter() - start
+    n = sum(len(r.completed) for r in world.server.records)
+    rest = total - spent["server"] - spent["client"]
+    print(
+        f"{protocol}: {1e6 * total / n:.1f} us / update: server {1e6 * spent['server'] / n:.1f},"
+        f" clients {1e6 * spent['client'] / n:.1f}, rest {1e6 * rest / n:.1f}"
+    )
 
 
 def _variant(mode: str, rounds: int) -> dict[str, float]:
@@ -118,6 +172,9 @@ def main() -> None:
     prof.add_argument("protocol", choices=["fedavg", "fedbuff", "fedasync"])
     prof.add_argument("--updates", type=int, default=20_000)
     prof.add_argument("--strategy", choices=sorted(async_bench.STRATEGIES), default="random")
+    parts = sub.add_parser("split")
+    parts.add_argument("protocol", choices=["fedavg", "fedbuff", "fedasync", "million"])
+    parts.add_argument("--updates", type=int, default=30_000)
     low = sub.add_parser("floor")
     low.add_argument("--rounds", type=int, default=30)
     low.add_argument("--repeat", type=int, default=2)
@@ -127,6 +184,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "profile":
         profile(args.protocol, args.updates, args.strategy)
+    elif args.what == "split":
+        split(args.protocol, args.updates)
     elif args.what == "floor":
         floor(args.rounds, args.repeat)
     else:

@@ -12,16 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-_STEPS = (
-    "download_start",
-    "download_end",
-    "cold_start_start",
-    "cold_start_end",
-    "compute_start",
-    "compute_end",
-    "upload_start",
-    "upload_end",
-)
+from netfl.fl.exchange import STEPS
+
+_STEPS = STEPS
 _LEAVES = {"drop": "dropped", "deadline_miss": "deadline_miss", "cancel": "cancelled"}
 
 #: Columns of :func:`client_phases`, in order.

@@ -9,14 +9,24 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from netfl.fl.asynchronous import _IdleColumns, _updated
+from netfl.fl.asynchronous import _IdleCandidates, _IdleColumns
 from netfl.fl.exchange import Outcome
 from netfl.fl.feedback import ReportedTimes
 from netfl.radio.network import Transfer
 from netfl.selection.base import DEFERRED_COLUMNS, SelectionContext
 
 CANDIDATES = np.array([1, 3, 4], dtype=np.int64)
+#: A pool of clients 1-5 (rows 0-4) with 2 and 5 (rows 1 and 4) in flight: CANDIDATES idle.
+POOL = np.array([1, 2, 3, 4, 5], dtype=np.int64)
+
+
+def _idle(pool: np.ndarray, busy_rows: list[int], n_clients: int = 6) -> _IdleCandidates:
+    pool_row = np.full(n_clients, -1, dtype=np.int64)
+    pool_row[pool] = np.arange(len(pool))
+    return _IdleCandidates(pool, pool_row, busy_rows)
 
 
 def _reported() -> ReportedTimes:
@@ -37,9 +47,10 @@ def _contexts(
         made.append(name)
         return mu[CANDIDATES]
 
-    columns = _IdleColumns(CANDIDATES, reported, n_samples)
+    idle = _idle(POOL, [1, 4])
+    columns = _IdleColumns(idle, reported, n_samples)
     deferred = SelectionContext.deferred(
-        columns, ("mu",), feature, round=2, now_s=5.0, candidates=CANDIDATES, budget=1
+        columns, ("mu",), feature, round=2, now_s=5.0, candidates=idle, budget=1
     )
     eager = SelectionContext(
         round=2,
@@ -70,6 +81,9 @@ def test_the_deferred_context_is_the_eager_one():
     made: list[str] = []
     deferred, eager = _contexts(_reported(), made)
     assert made == []  # nothing gathered yet
+    assert "candidates" not in deferred.__dict__
+    assert deferred.n_candidates == 3 and deferred.candidate(1) == 3
+    assert "candidates" not in deferred.__dict__  # counted and picked without gathering
     _assert_same(deferred, eager)  # every field read
     assert made == ["mu"]
     for name in ("candidates", *DEFERRED_COLUMNS):
@@ -99,19 +113,41 @@ def test_it_pickles_with_its_arrays_not_the_server():
     assert "_columns" not in copy.__dict__
 
 
-@pytest.mark.parametrize(
-    ("removed", "added", "expected"),
-    [
-        ({4}, {5}, [1, 3, 5, 7]),
-        ({1, 7}, {0, 8}, [0, 3, 4, 8]),
-        (set(), {2}, [1, 2, 3, 4, 7]),
-        ({3}, {2}, [1, 2, 4, 7]),  # the added one lands where the removed one was
-        ({3}, set(), [1, 4, 7]),
-    ],
+@given(
+    pool=st.lists(st.integers(0, 40), unique=True, max_size=25).map(sorted),
+    data=st.data(),
 )
-def test_idle_candidates_updated_in_one_copy(removed, added, expected):
-    ids = np.array([1, 3, 4, 7], dtype=np.int64)
-    updated = _updated(ids, removed, added)
-    assert updated.tolist() == expected
-    assert not updated.flags.writeable
-    assert ids.tolist() == [1, 3, 4, 7]  # a new array: contexts keep theirs
+def test_idle_candidates_are_the_pool_without_the_clients_in_flight(pool, data):
+    busy = sorted(data.draw(st.sets(st.integers(0, max(len(pool) - 1, 0)))) if pool else [])
+    idle = _idle(np.array(pool, dtype=np.int64), busy, n_clients=41)
+    expected = [c for row, c in enumerate(pool) if row not in busy]
+    assert len(idle) == len(expected)
+    assert idle.gather().tolist() == expected
+    assert not idle.gather().flags.writeable
+    assert [idle.at(j) for j in range(len(expected))] == expected
+    assert [idle.at(-j - 1) for j in range(len(expected))] == expected[::-1]
+    assert [c for c in range(-2, 44) if idle.contains(c)] == expected
+    with pytest.raises(IndexError):
+        idle.at(len(expected))
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.frozen = 0
+
+    def freeze(self) -> None:
+        self.frozen += 1
+
+
+def test_readers_that_died_are_not_kept():
+    # One reader per selection: those gone before the reports change are dropped, not
+    # kept (the list stays bounded by the live ones), and the live one is frozen once.
+    reported = _reported()
+    alive = _Reader()
+    reported.read_later(alive)
+    for _ in range(10_000):
+        reported.read_later(_Reader())  # dies at once
+    assert len(reported._readers) <= 2 * 1 + 64 + 1
+    out = Outcome(client=3, order=0, status="dropped", left_s=2.0)
+    reported.observe([out], 0.0)
+    assert alive.frozen == 1 and reported._readers == []

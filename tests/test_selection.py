@@ -94,6 +94,20 @@ def test_random_is_uniform_over_candidates():
     assert np.allclose(counts / 6000, 0.3, atol=0.03)
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 50, 51, 9_999, 10_000, 10_001, 100_000])
+def test_random_single_pick_is_numpys_choice(n):
+    # RandomSelection draws one client with integers(n) instead of choice(candidates, 1,
+    # replace=False): the same client and the same generator state after, for every
+    # population size (choice switches algorithms at 50 and 10,000 candidates).
+    candidates = np.arange(n, dtype=np.int64) * 3 + 1
+    strategy = ready(RandomSelection(), info(3 * n + 1, budget=1), seed=n)
+    reference = np.random.default_rng(n)
+    context = ctx(candidates, 1)
+    for _ in range(50):
+        assert strategy.select(context) == reference.choice(candidates, 1, replace=False).tolist()
+    assert strategy.rng.random() == reference.random()
+
+
 def test_weighted_random_follows_data_size():
     strategy = ready(RandomSelection(weighted=True), info(2))
     context = ctx(range(2), 1, n_samples=[100, 300])

@@ -21,15 +21,17 @@ download. Real training happens when an update is first needed, in one batch for
 client started on the same version (:mod:`netfl.learning.versions`).
 
 An update pays alone for what a synchronous round shares among its clients, so the
-per-update path is kept to what it must do (issue 27, ``docs/benchmarks.md``): the idle
-candidates are kept up to date as clients start and finish (not recomputed from the pool
-at every refill), the strategy's context computes a candidate array only if the strategy
-reads it (:meth:`~netfl.selection.base.SelectionContext.deferred`), and the server waits
-for arrivals on one event processed after the others of their instant.
+per-update path is kept to what it must do (issue 27, ``docs/benchmarks.md``): the pool
+rows of the clients in flight are kept as clients start and finish, the strategy's
+context gathers the idle candidates and their arrays only if the strategy reads them
+(:meth:`~netfl.selection.base.SelectionContext.deferred`; random selection picks by
+index: :class:`_IdleCandidates`), and the server waits for arrivals on one event
+processed after the others of their instant.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,23 +52,91 @@ from netfl.trace.tables import RoundRecord
 MAX_IDLE_TRIES = 10_000
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job:
-    """A client in flight: the version it trains on and what the strategy saw of it."""
+    """A client in flight: the version it trains on and what the strategy saw of it (its
+    row of its epoch's pool features, read only for a strategy that observes)."""
 
     version: int
     exchange: Exchange
-    features: dict[str, np.ndarray]
+    pool_features: dict[str, np.ndarray]
+    row: int
     process: simpy.Process | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Arrival:
     outcome: Outcome
     version: int
     start_s: float
-    features: dict[str, np.ndarray]
+    pool_features: dict[str, np.ndarray]
+    row: int
     result: LocalResult | None = None
+
+
+class _IdleCandidates:
+    """The pool's members not in flight when a selection is made, sorted, without gathering
+    them (:class:`~netfl.selection.base.CandidateSource`): a selection per freed slot picks
+    one or two of thousands. The ``j``-th is ``pool[j + m]``, ``m`` the rows in flight
+    before it: the ``i``-th row in flight (sorted) has ``busy[i] - i`` idle rows before it,
+    non-decreasing in ``i``, so ``m`` is a binary search."""
+
+    __slots__ = ("_gathered", "_rows", "busy", "features", "pool", "pool_row")
+
+    def __init__(
+        self,
+        pool: np.ndarray,
+        pool_row: np.ndarray,
+        busy: list[int],
+        features: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        # None of these is rewritten once made (a new epoch makes new ones).
+        self.pool, self.pool_row, self.features = pool, pool_row, features or {}
+        self.busy = busy  # the pool rows in flight, sorted (this selection's own copy)
+        self._rows: np.ndarray | None = None
+        self._gathered: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.pool) - len(self.busy)
+
+    def at(self, j: int) -> int:
+        n = len(self.pool) - len(self.busy)
+        if not -n <= j < n:
+            raise IndexError(f"candidate {j} of {n}")
+        j += n if j < 0 else 0
+        busy, before, high = self.busy, 0, len(self.busy)
+        while before < high:  # bisect_right on busy[i] - i (a key function costs more)
+            mid = (before + high) // 2
+            if busy[mid] - mid <= j:
+                before = mid + 1
+            else:
+                high = mid
+        return int(self.pool[j + before])
+
+    def contains(self, client: int) -> bool:
+        """Whether ``client`` is one of the candidates."""
+        if not 0 <= client < len(self.pool_row):
+            return False
+        row = int(self.pool_row[client])
+        if row < 0:
+            return False
+        at = bisect.bisect_left(self.busy, row)
+        return at == len(self.busy) or self.busy[at] != row
+
+    def rows(self) -> np.ndarray:
+        """The candidates' rows in the pool."""
+        if self._rows is None:
+            self._rows = np.delete(np.arange(len(self.pool)), self.busy)
+        return self._rows
+
+    def gather(self) -> np.ndarray:
+        if self._gathered is None:
+            self._gathered = _read_only(self.pool[self.rows()])
+        return self._gathered
+
+    def feature(self, name: str) -> np.ndarray:
+        """The candidates' values of the pool's feature ``name``."""
+        return self.features[name][self.rows()]
 
 
 class _IdleColumns:
@@ -75,7 +145,7 @@ class _IdleColumns:
     change: :meth:`ReportedTimes.read_later`)."""
 
     def __init__(
-        self, candidates: np.ndarray, reported: ReportedTimes, n_samples: np.ndarray
+        self, candidates: _IdleCandidates, reported: ReportedTimes, n_samples: np.ndarray
     ) -> None:
         self.candidates = candidates
         self.reported = reported
@@ -92,7 +162,7 @@ class _IdleColumns:
                 "n_samples": self.n_samples,
                 "misses": self.reported.misses,
             }[name]
-            made = self.made[name] = source[self.candidates]
+            made = self.made[name] = source[self.candidates.gather()]
         return made
 
     def freeze(self) -> None:
@@ -126,13 +196,11 @@ class AsyncServer(Server):
         self.n_idle = 0  # consecutive refills that started nobody with nobody training
         self.pool = np.zeros(0, dtype=np.int64)
         self.pool_features: dict[str, np.ndarray] = {}
+        self._feature_names: tuple[str, ...] = ()
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)  # -1: not in the pool
-        # The pool's members not in flight (sorted): ``pool[~in_flight[pool]]`` kept up to
-        # date from the clients that started (left) and finished (joined) since it was last
-        # made, in one pass when the next selection needs it.
-        self._idle = np.zeros(0, dtype=np.int64)
-        self._left: set[int] = set()
-        self._joined: set[int] = set()
+        # The pool rows of the clients in flight, sorted: the idle candidates are the
+        # others (_IdleCandidates), kept as clients start and finish.
+        self._busy_rows: list[int] = []
 
     # -- the main process ---------------------------------------------------------------
 
@@ -155,7 +223,8 @@ class AsyncServer(Server):
                 if self._finished(self.version):  # the last version is out: not applied
                     self._discard(arrival)
                     continue
-                yield from self._arrive(arrival)
+                if self._arrive(arrival):
+                    yield from self._aggregate()
         yield from self._stop_in_flight()
         self._final_evaluation()
 
@@ -190,37 +259,33 @@ class AsyncServer(Server):
         if free <= 0 or self._finished(self.version):
             return
         turned = self.n_started >= (self.epoch + 1) * self.concurrency
-        if self.epoch < 0 or turned or (not self.jobs and not len(self.idle())):
+        if self.epoch < 0 or turned or (not self.jobs and len(self.pool) == len(self._busy_rows)):
             yield from self._new_epoch()  # an exhausted pool with nobody training: ask again
-        ctx = self._idle_context(free)
+        idle = _IdleCandidates(self.pool, self.pool_row, self._busy_rows.copy(), self.pool_features)
+        ctx = self._idle_context(idle, free)
         self.n_selections += 1
         if type(self.strategy).choose_polled is not Strategy.choose_polled:
             yield from self._poll(ctx, None)  # async strategies poll nobody (the log says)
-        selected = yield from self._select(ctx, self.version)
+        if self.config.selection_time_s > 0:
+            selected = yield from self._select(ctx, self.version, idle.contains)
+        else:  # Server._select without its generator: a selection per freed slot
+            selected = self._choose(ctx, idle.contains)
+            self._log_selected(ctx, self.version, selected)
         if not selected:
             return
-        self.devices.note_selected(self.epoch, np.asarray(selected))
-        features, limit = self.pool_features, self._limit(self.env.now)
+        self.devices.note_selected(self.epoch, selected)
+        limit = self._limit(self.env.now)
         for client in selected:
-            row = self.pool_row[client]
-            self._start(client, {name: values[row] for name, values in features.items()}, limit)
+            self._start(client, limit)
 
-    def idle(self) -> np.ndarray:
-        """The idle candidates now: the pool's members not in flight, sorted (read-only)."""
-        if self._left or self._joined:
-            self._idle = _updated(self._idle, self._left, self._joined)
-            self._left.clear()
-            self._joined.clear()
-        return self._idle
-
-    def _idle_context(self, budget: int) -> SelectionContext:
-        """The selection among the idle candidates; its arrays are gathered only if the
-        strategy reads them (``Server._context`` gathers every one)."""
-        candidates, rows, features = self.idle(), self.pool_row, self.pool_features
+    def _idle_context(self, candidates: _IdleCandidates, budget: int) -> SelectionContext:
+        """The selection among the idle candidates; its arrays, the candidates' included,
+        are gathered only if the strategy reads them (``Server._context`` gathers every
+        one)."""
         return SelectionContext.deferred(
             _IdleColumns(candidates, self.reported, self.learner.n_samples),
-            tuple(features),
-            lambda name: features[name][rows[candidates]],
+            self._feature_names,
+            candidates.feature,
             round=self.n_selections,
             now_s=self.env.now,
             candidates=candidates,
@@ -240,19 +305,16 @@ class AsyncServer(Server):
         self.pool_row = np.full(self.n_clients, -1, dtype=np.int64)
         self.pool_row[pool] = np.arange(len(pool))
         self.pool_features = dict(self._features(pool))
-        self._idle = _read_only(pool[~self.in_flight[pool]])
-        self._left.clear()
-        self._joined.clear()
+        self._feature_names = tuple(self.pool_features)
+        self._busy_rows = np.flatnonzero(self.in_flight[pool]).tolist()
 
-    def _start(self, client: int, features: dict[str, np.ndarray], limit: float | None) -> None:
+    def _start(self, client: int, limit: float | None) -> None:
+        """Start ``client``, a candidate of the current pool."""
         exchange = Exchange(self.parts, self.version, [client], self.plan, target=1)
-        job = self.jobs[client] = _Job(self.version, exchange, features)
+        row = int(self.pool_row[client])
+        job = self.jobs[client] = _Job(self.version, exchange, self.pool_features, row)
         self.in_flight[client] = True
-        if self.pool_row[client] >= 0:
-            if client in self._joined:
-                self._joined.discard(client)
-            else:
-                self._left.add(client)
+        bisect.insort(self._busy_rows, row)  # no longer idle
         self.n_started += 1
         if self.learns:
             with self._training():
@@ -264,12 +326,13 @@ class AsyncServer(Server):
         client = outcome.client
         job = self.jobs.pop(client)
         self.in_flight[client] = False
-        if self.pool_row[client] >= 0:  # idle again in the current pool
-            if client in self._left:
-                self._left.discard(client)
-            else:
-                self._joined.add(client)
-        self.arrived.append(_Arrival(outcome, job.version, job.exchange.start_s, job.features))
+        row = int(self.pool_row[client])
+        if row >= 0:  # idle again in the current pool
+            busy = self._busy_rows
+            del busy[bisect.bisect_left(busy, row)]
+        self.arrived.append(
+            _Arrival(outcome, job.version, job.exchange.start_s, job.pool_features, job.row)
+        )
         self.wakeup.fire()
 
     def _stop_in_flight(self) -> Generator[simpy.Event, Any, None]:
@@ -294,17 +357,17 @@ class AsyncServer(Server):
             with self._training():
                 self.learner.cancel_update(arrival.outcome.client)
 
-    def _arrive(self, arrival: _Arrival) -> Generator[simpy.Event, Any, None]:
+    def _arrive(self, arrival: _Arrival) -> bool:
+        """Take an arrival; whether the buffer is full (aggregate now)."""
         self.resolved.append(arrival)
         if not arrival.outcome.completed:
             self._forget(arrival)
-            return
+            return False
         if self.learns:  # no result without a model: the feedback's losses stay NaN
             with self._training():
                 arrival.result = self.learner.finish_update(arrival.outcome.client)
         self.buffer.append(arrival)
-        if len(self.buffer) >= self.rule.buffer_size:
-            yield from self._aggregate()
+        return len(self.buffer) >= self.rule.buffer_size
 
     def _aggregate(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
@@ -370,7 +433,7 @@ class AsyncServer(Server):
         loss = dict(zip(result.clients.tolist(), result.loss_mean.tolist(), strict=True))
         with self._training():
             signals = self.signals.feedback(result, record.selected)
-        features = _stack([a.features for a in resolved])
+        features = _stack(resolved)
         self.strategy.observe(round_feedback(record, outcomes, starts, loss, features, signals))
 
 
@@ -378,26 +441,6 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     """``values``, read-only (handed to strategies as is)."""
     values.setflags(write=False)
     return values
-
-
-def _updated(sorted_ids: np.ndarray, removed: set[int], added: set[int]) -> np.ndarray:
-    """A new sorted array: ``sorted_ids`` without ``removed`` (members) and with ``added``
-    (not members), in one copy (``np.delete`` and ``np.insert`` copy once each, and
-    cost several times more)."""
-    cuts = sorted(
-        [(int(sorted_ids.searchsorted(c)), 0, c) for c in added]
-        + [(int(sorted_ids.searchsorted(c)), 1, c) for c in removed]
-    )
-    pieces, start = [], 0
-    for at, drop, client in cuts:
-        pieces.append(sorted_ids[start:at])
-        if drop:
-            start = at + 1
-        else:
-            pieces.append(np.array([client], dtype=sorted_ids.dtype))
-            start = at
-    pieces.append(sorted_ids[start:])
-    return _read_only(np.concatenate(pieces))
 
 
 def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResult:
@@ -413,10 +456,14 @@ def _concatenate(results: list[LocalResult], n_samples: np.ndarray) -> LocalResu
     )
 
 
-def _stack(rows: list[dict[str, np.ndarray]]) -> Mapping[str, np.ndarray]:
-    if not rows:
+def _stack(arrivals: list[_Arrival]) -> Mapping[str, np.ndarray]:
+    """The features the strategy saw of each arrival's client, one row per arrival."""
+    if not arrivals:
         return {}
-    return {name: np.stack([np.asarray(r[name]) for r in rows]) for name in rows[0]}
+    return {
+        name: np.stack([np.asarray(a.pool_features[name][a.row]) for a in arrivals])
+        for name in arrivals[0].pool_features
+    }
 
 
 __all__ = ["AsyncServer"]

@@ -119,11 +119,20 @@ class Devices:
             )
             for i, (g, s) in enumerate(zip(self.groups, self.slices, strict=True))
         ]
+        #: Some group has background jobs (else no device ever queues).
+        self._background = any(g.background is not None for g in self.groups)
         #: Every device always available: nobody ever leaves (no availability draws).
         self.always_available = all(isinstance(m, AlwaysOn) for m in self.availability)
         n = len(self.n_samples)
         self.capacity_sps = self.compute_sps.copy()
         self.cpu_ratio = np.ones(n)
+        # Groups whose capability is the same every round (no fluctuation, a constant CPU
+        # ratio: nothing drawn) set it once, not once a round over all their devices.
+        self._fixed_capacity = [
+            g.compute_fluctuation_eta is None and isinstance(g.available_cpu_ratio, Constant)
+            for g in self.groups
+        ]
+        self._capacity_set = [False] * len(self.groups)
         self.time_factor = np.ones(n)
         self.n_background = np.zeros(n, dtype=np.int64)
         self.queues: dict[int, BackgroundQueue] = {}
@@ -148,12 +157,14 @@ class Devices:
         self.round, self.round_start_s = round, self.env.now
         self.warm = self.selected_round == round - 1
         self.queues.clear()
-        for g, s in zip(self.groups, self.slices, strict=True):
-            mean = self.compute_sps[s]
-            fluct = g.compute_fluctuation_eta
-            sps = mean if fluct is None else sample_mab_cs(mean, fluct, self.rng["fluctuation"])
-            self.cpu_ratio[s] = g.available_cpu_ratio.sample(self.rng["cpu"], g.count)
-            self.capacity_sps[s] = sps * self.cpu_ratio[s]
+        for i, (g, s) in enumerate(zip(self.groups, self.slices, strict=True)):
+            if not (self._fixed_capacity[i] and self._capacity_set[i]):
+                mean = self.compute_sps[s]
+                fluct = g.compute_fluctuation_eta
+                sps = mean if fluct is None else sample_mab_cs(mean, fluct, self.rng["fluctuation"])
+                self.cpu_ratio[s] = g.available_cpu_ratio.sample(self.rng["cpu"], g.count)
+                self.capacity_sps[s] = sps * self.cpu_ratio[s]
+                self._capacity_set[i] = True
             a = g.exchange_noise
             if a > 0:
                 self.time_factor[s] = 1 + self.rng["noise"].uniform(-a, a, g.count)
@@ -163,8 +174,12 @@ class Devices:
         for model in self.availability:
             model.start_round()
 
-    def note_selected(self, round: int, clients: np.ndarray) -> None:
+    def note_selected(self, round: int, clients: np.ndarray | list[int]) -> None:
         """Record the round's selection (the next round's cold-start indicator)."""
+        if isinstance(clients, list) and len(clients) <= 16:  # the asynchronous servers' one
+            for client in clients:
+                self.selected_round[client] = round
+            return
         self.selected_round[np.asarray(clients, dtype=np.int64)] = round
 
     def features(self, clients: np.ndarray) -> dict[str, np.ndarray]:
@@ -213,15 +228,16 @@ class Devices:
         """Data-preparation time before the device's first job of the round (0 if warm)."""
         warm = self.warm[client] or self.job_round[client] == self.round
         self.job_round[client] = self.round
-        return 0.0 if warm else float(self.cold_start_s[client] * self.time_factor[client])
+        return 0.0 if warm else self.cold_start_s.item(client) * self.time_factor.item(client)
 
     def run_job(self, client: int, work_samples: float) -> JobTiming:
         """A job of ``work_samples`` training samples entering the device now."""
-        work_s = work_samples / self.capacity_sps[client] * self.time_factor[client]
-        queue = self._queue(client)
+        # Python floats (.item): the same IEEE operations as on numpy's scalars, cheaper.
+        work_s = work_samples / self.capacity_sps.item(client) * self.time_factor.item(client)
+        queue = self._queue(client) if self._background else None
         if queue is None:
-            return JobTiming(0.0, float(work_s))
-        start, end = queue.serve(self.env.now, float(work_s))
+            return JobTiming(0.0, work_s)
+        start, end = queue.serve(self.env.now, work_s)
         return JobTiming(start - self.env.now, end - start)
 
     def run_job_until(self, client: int, work_samples: float, until_s: float) -> JobTiming:

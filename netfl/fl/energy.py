@@ -49,6 +49,8 @@ class EnergyMeter:
 
     def transmit(self, client: int, airtime_s: float) -> None:
         """Account an upload (or any transmission) of ``airtime_s`` seconds."""
+        if not self.enabled:  # nobody metered (twice a client update)
+            return
         joules = self.tx_power_w[client] * airtime_s
         if not math.isnan(joules):
             self.tx_j[client] += joules
@@ -56,6 +58,8 @@ class EnergyMeter:
 
     def compute(self, client: int, busy_s: float) -> None:
         """Account ``busy_s`` seconds of work on an FL job."""
+        if not self.enabled:
+            return
         joules = self.compute_power_w[client] * busy_s
         if not math.isnan(joules):
             self.compute_j[client] += joules

@@ -21,6 +21,7 @@ time to upload the steps it has done.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -74,6 +75,28 @@ class LateEvent(simpy.Event):
         if not self.triggered:
             self._ok, self._value = True, None
             self.env.schedule(self, priority=LATE)
+
+
+@functools.cache
+def _kinds(prefix: str) -> dict[str, str]:
+    """An exchange's timeline kinds: ``LOGGED`` with ``prefix`` (``poll_``: a poll's)."""
+    return {kind: prefix + kind for kind in LOGGED}
+
+
+#: A client's steps in an exchange, in order: the timeline kinds that start and end its
+#: phases (a poll's carry the prefix ``poll_``).
+STEPS = (
+    "download_start",
+    "download_end",
+    "cold_start_start",
+    "cold_start_end",
+    "compute_start",
+    "compute_end",
+    "upload_start",
+    "upload_end",
+)
+#: The kinds an exchange logs (:class:`Exchange`): its steps and a client's leaving.
+LOGGED = (*STEPS, *(kind for _, kind in LEAVE.values()))
 
 
 @dataclass
@@ -181,18 +204,19 @@ class Exchange:
         env = parts.env
         # Sequential uploads: turns[j] fires when client j is done, letting j + 1 upload.
         self.turns = [env.event() for _ in clients[1:]] if plan.sequential else []
-        self.done: simpy.Event | None = env.event()  # None: nobody waits (start_one)
+        self.done: simpy.Event | None = None  # made by run; start_one tells on_done instead
         self.n_finished = 0
         self.n_completed = 0
+        # The timeline's record and this plan's kinds (prefixed for polls), bound once:
+        # six rows a client update.
+        self._record = parts.timeline.record
+        self._kinds = _kinds(plan.prefix)
         self.start_s = math.nan
         self.limit_s: float | None = None
         self._multicast: simpy.Process | None = None
 
     def _log(self, kind: str, client: int, **values: float) -> None:
-        parts, prefix = self.parts, self.plan.prefix
-        parts.timeline.record(
-            parts.env.now, prefix + kind if prefix else kind, self.round, client, **values
-        )
+        self._record(self.parts.env.now, self._kinds[kind], self.round, client, **values)
 
     # -- the exchange ---------------------------------------------------------------------
 
@@ -206,6 +230,7 @@ class Exchange:
         self.start_s, self.limit_s = env.now, limit_s
         if not self.outcomes:
             return self.outcomes
+        self.done = env.event()
         clients = [o.client for o in self.outcomes]
         if self.plan.distribution == "multicast":
             self._multicast = self.parts.network.multicast(env, clients, self.plan.download_bits)
@@ -245,7 +270,6 @@ class Exchange:
         Interrupt the returned process with ``"enough"`` to cancel the client."""
         env = self.parts.env
         self.start_s, self.limit_s = env.now, limit_s
-        self.done = None  # on_done is told instead: no event to schedule
         (out,) = self.outcomes
         proc = env.process(self._client(out))
         leave_s = self.parts.devices.leave_time_s(out.client)
@@ -313,7 +337,8 @@ class Exchange:
     def _download(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, Transfer]:
         env, c, bits = self.parts.env, out.client, self.plan.download_bits
         mode = self.plan.distribution
-        self._log("download_start", c, bits=bits)
+        kinds, record = self._kinds, self._record
+        record(env.now, kinds["download_start"], self.round, c, bits=bits)
         if mode == "instant":
             transfer = Transfer(c, bits, env.now, env.now)
         elif self._multicast is None and self.parts.download_steps is not None:
@@ -325,8 +350,10 @@ class Exchange:
             result = yield step
             phase.step = None
             transfer = result[c] if multicast is not None else result
-        self._log(
-            "download_end",
+        record(
+            env.now,
+            kinds["download_end"],
+            self.round,
             c,
             bits=bits,
             rate_bps=transfer.rate_bps,
@@ -336,11 +363,12 @@ class Exchange:
 
     def _compute(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, None]:
         env, devices, c = self.parts.env, self.parts.devices, out.client
+        kinds, record = self._kinds, self._record
         out.cold_start_s = devices.cold_start(c)
         if out.cold_start_s > 0:
-            self._log("cold_start_start", c)
+            record(env.now, kinds["cold_start_start"], self.round, c)
             yield env.timeout(out.cold_start_s)
-            self._log("cold_start_end", c, duration_s=out.cold_start_s)
+            record(env.now, kinds["cold_start_end"], self.round, c, duration_s=out.cold_start_s)
         work = devices.work_samples(c, self.plan.work_epochs)
         partial, steps = self.plan.partial, {}
         if partial is None:
@@ -351,7 +379,7 @@ class Exchange:
         out.queue_wait_s = timing.queue_wait_s
         if timing.queue_wait_s > 0:
             yield env.timeout(timing.queue_wait_s)
-        self._log("compute_start", c)
+        record(env.now, kinds["compute_start"], self.round, c)
         phase.busy, phase.since_s = "compute", env.now
         yield env.timeout(timing.compute_s)
         phase.busy = None
@@ -361,7 +389,7 @@ class Exchange:
             self._log("compute_end", c, duration_s=timing.compute_s, **steps)
             yield env.event()
         out.ready_s = env.now
-        self._log("compute_end", c, duration_s=timing.compute_s, **steps)
+        record(env.now, kinds["compute_end"], self.round, c, duration_s=timing.compute_s, **steps)
 
     def _upload(self, out: Outcome, phase: _Phase) -> Generator[simpy.Event, Any, None]:
         env, c, bits = self.parts.env, out.client, self.plan.upload_bits
@@ -369,7 +397,8 @@ class Exchange:
             yield self.turns[out.order - 1]
         out.upload_wait_s = env.now - out.ready_s
         out.upload_start_s = env.now
-        self._log("upload_start", c, bits=bits)
+        kinds, record = self._kinds, self._record
+        record(env.now, kinds["upload_start"], self.round, c, bits=bits)
         phase.busy, phase.since_s = "transmit", env.now
         if self.parts.upload_steps is not None:
             transfer = yield from self.parts.upload_steps(c, bits)  # no process of its own
@@ -380,8 +409,10 @@ class Exchange:
         assert transfer is not None
         self.parts.energy.transmit(c, transfer.duration_s)
         out.upload = transfer
-        self._log(
-            "upload_end",
+        record(
+            env.now,
+            kinds["upload_end"],
+            self.round,
             c,
             bits=bits,
             rate_bps=transfer.rate_bps,

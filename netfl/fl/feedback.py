@@ -13,6 +13,9 @@ from netfl.fl.exchange import Outcome
 from netfl.selection.base import RoundFeedback
 from netfl.trace.tables import RoundRecord
 
+#: Readers registered before the dead among them are first pruned.
+_PRUNE_AT = 64
+
 
 class Frozen(Protocol):
     """Something that reads the reports later and can read them all at once now."""
@@ -37,25 +40,34 @@ class ReportedTimes:
         self.update_s = np.zeros(n_clients)
         self.upload_s = np.zeros(n_clients)
         self.misses = np.zeros(n_clients, dtype=np.int64)
-        self._readers: weakref.WeakSet[Frozen] = weakref.WeakSet()
+        # Weak references to the readers since the reports last changed (plain ones: an
+        # asynchronous server registers one a selection), the dead pruned now and then.
+        self._readers: list[weakref.ref[Frozen]] = []
+        self._prune_at = _PRUNE_AT
 
     def read_later(self, reader: Frozen) -> None:
         """``reader`` reads the reports as they are now, later: it is frozen (reads them)
         before they next change, if it still exists then."""
-        self._readers.add(reader)
+        readers = self._readers
+        readers.append(weakref.ref(reader))
+        if len(readers) > self._prune_at:
+            self._readers = [ref for ref in readers if ref() is not None]
+            self._prune_at = 2 * len(self._readers) + _PRUNE_AT
 
     def __getstate__(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if k != "_readers"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_readers", "_prune_at")}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._readers = weakref.WeakSet()
+        self._readers, self._prune_at = [], _PRUNE_AT
 
     def observe(self, outcomes: list[Outcome], exchange_start_s: float) -> None:
-        if self._readers:  # contexts still alive that read the reports later
-            for reader in list(self._readers):
-                reader.freeze()
-            self._readers.clear()
+        if self._readers:  # contexts that read the reports later, if still alive
+            for ref in self._readers:
+                reader = ref()
+                if reader is not None:
+                    reader.freeze()
+            self._readers, self._prune_at = [], _PRUNE_AT
         for out in outcomes:
             c = out.client
             if out.completed and out.upload is not None:

@@ -205,9 +205,11 @@ class Server:
         self._final_evaluation()
 
     def _finished(self, round_: int) -> bool:
-        if self.config.rounds is not None and round_ >= self.config.rounds:
+        config = self.config
+        if config.rounds is not None and round_ >= config.rounds:
             return True
-        return self._past_budget()
+        budget = config.time_budget_s  # _past_budget(), in place: checked thrice an update
+        return budget is not None and self.env.now >= budget
 
     def _past_budget(self) -> bool:
         """Whether the simulated-time budget T_final is spent."""
@@ -313,26 +315,42 @@ class Server:
         )
 
     @staticmethod
-    def _distinct_candidates(ctx: SelectionContext, what: str, ids: Iterable[Any]) -> list[int]:
-        """The strategy's ids as ints, if they are distinct integer candidates."""
+    def _distinct_candidates(
+        ctx: SelectionContext,
+        what: str,
+        ids: Iterable[Any],
+        is_candidate: Callable[[int], bool] | None = None,
+    ) -> list[int]:
+        """The strategy's ids as ints, if they are distinct integer candidates
+        (``is_candidate``: membership without reading ``ctx.candidates``)."""
         ids = list(ids)
-        if not all(isinstance(c, _INTEGER) and not isinstance(c, bool) for c in ids):
-            raise StrategyContractError(
-                f"round {ctx.round}: the strategy {what} {ids}, which are not integer client ids"
-            )
-        chosen = [int(c) for c in ids]
+        chosen = []
+        for c in ids:  # a loop: an asynchronous server checks one or two a selection
+            if not isinstance(c, _INTEGER) or isinstance(c, bool):
+                raise StrategyContractError(
+                    f"round {ctx.round}: the strategy {what} {ids}, which are not integer"
+                    " client ids"
+                )
+            chosen.append(int(c))
         if not chosen:
             return chosen
-        # The server's candidates are sorted: membership by binary search, O(k log n).
-        candidates = ctx.candidates
-        n = len(candidates)
-        if len(chosen) <= _FEW:
-            known = all(
-                (at := int(candidates.searchsorted(c))) < n and candidates[at] == c for c in chosen
-            )
-        else:
-            rows = np.minimum(np.searchsorted(candidates, chosen), n - 1)
-            known = n > 0 and bool(np.all(candidates[rows] == chosen))
+        if is_candidate is not None:
+            known = True
+            for c in chosen:
+                if not is_candidate(c):
+                    known = False
+                    break
+        else:  # the server's candidates are sorted: membership by binary search, O(k log n)
+            candidates = ctx.candidates
+            n = len(candidates)
+            if len(chosen) <= _FEW:
+                known = all(
+                    (at := int(candidates.searchsorted(c))) < n and candidates[at] == c
+                    for c in chosen
+                )
+            else:
+                rows = np.minimum(np.searchsorted(candidates, chosen), n - 1)
+                known = n > 0 and bool(np.all(candidates[rows] == chosen))
         if len(set(chosen)) != len(chosen) or not known:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy {what} {chosen}, which are not distinct"
@@ -388,27 +406,43 @@ class Server:
         return features
 
     def _select(
-        self, ctx: SelectionContext, round_: int | None = None
+        self,
+        ctx: SelectionContext,
+        round_: int | None = None,
+        is_candidate: Callable[[int], bool] | None = None,
     ) -> Generator[simpy.Event, Any, list[int]]:
         """The strategy's choice, checked, timed and logged (``round_``: the timeline's
-        round column, default ``ctx.round``)."""
-        chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx))
+        round column, default ``ctx.round``; ``is_candidate``: see
+        :meth:`_distinct_candidates`)."""
+        chosen = self._choose(ctx, is_candidate)
+        if self.config.selection_time_s > 0:
+            yield self.env.timeout(self.config.selection_time_s)
+        self._log_selected(ctx, round_, chosen)
+        return chosen
+
+    def _choose(
+        self, ctx: SelectionContext, is_candidate: Callable[[int], bool] | None = None
+    ) -> list[int]:
+        """The strategy's choice, checked, its scores logged (:meth:`_select` without the
+        selection's time and its timeline rows)."""
+        chosen = self._distinct_candidates(ctx, "selected", self.strategy.select(ctx), is_candidate)
         if len(chosen) > ctx.budget:
             raise StrategyContractError(
                 f"round {ctx.round}: the strategy selected {len(chosen)} clients,"
                 f" budget {ctx.budget}"
             )
         self.score_log.record(ctx.round, self.env.now, self.strategy.scores())
-        if self.config.selection_time_s > 0:
-            yield self.env.timeout(self.config.selection_time_s)
-        self.timeline.record_many(
-            self.env.now,
-            "select",
-            ctx.round if round_ is None else round_,
-            chosen,
-            duration_s=self.config.selection_time_s,
-        )
         return chosen
+
+    def _log_selected(self, ctx: SelectionContext, round_: int | None, chosen: list[int]) -> None:
+        round_ = ctx.round if round_ is None else round_
+        duration_s = self.config.selection_time_s
+        if len(chosen) == 1:  # an asynchronous server's usual one: a row, as record_many adds
+            self.timeline.record(
+                self.env.now, "select", int(round_), chosen[0], duration_s=duration_s
+            )
+            return
+        self.timeline.record_many(self.env.now, "select", round_, chosen, duration_s=duration_s)
 
     # -- closing a round ----------------------------------------------------------------
 

@@ -87,6 +87,12 @@ class CellularNetwork:
         #: This round's throughput factor per client (MAB-CS fluctuation; 1 when off).
         self.round_factor = np.ones(len(self.rate_ul_bps))
         self._diversity: dict[tuple[str, int], Any] = {}
+        # Per-flow constants, read twice a client update: whether a direction's transfers
+        # wait for their slots (TDD), whether a flow draws a block fade, and whether flows
+        # have a multi-user diversity gain (proportional fair under Rayleigh fading).
+        self._slotted = {d: system.air.expected_wait_s[_LONG[d]] > 0.0 for d in (UL, DL)}
+        self._block_fading = system.config.fast_fading == "rayleigh_block"
+        self._diverse = {d: system.diversity(d, 0.0) is not None for d in (UL, DL)}
 
     # -- the Network protocol -----------------------------------------------------------
 
@@ -165,7 +171,7 @@ class CellularNetwork:
         cell = int(d.serving[client])
         power = float(d.ul_power_db[client]) if direction == UL else system.dl_power_db
         fade = 1.0
-        if system.config.fast_fading == "rayleigh_block":
+        if self._block_fading:
             assert self.fading_rng is not None
             fade = float(self.fading_rng.exponential())
         scale = float(self.round_factor[client])
@@ -186,11 +192,13 @@ class CellularNetwork:
         else:
             sinr = float(system.sinr_db(direction, np.array(link.signal_db), interference))
             rate = float(system.rate_per_rb(direction, np.array(sinr)))
-        if system.config.fast_fading == "rayleigh_block":
+        if self._block_fading:
             rate = system.faded_rate_per_rb(direction, sinr, link.fade)
         return rate * link.scale, self._diversity_of(direction, link.device, sinr, alone)
 
     def _diversity_of(self, direction: str, client: int, sinr: float, alone: bool) -> Any:
+        if not self._diverse[direction]:  # no multi-user diversity gain in this direction
+            return None
         if not alone:
             return self.system.diversity(direction, sinr)
         # Cached only where there is a gain: a cache of Nones (equal sharing, no fading)
@@ -232,13 +240,17 @@ class CellularNetwork:
             yield self.env.timeout(grant_s)
         start, cell = yield from self._leg(UL, client, bits)
         for link in self.backhaul[int(self.cell_site[cell])]:
-            yield from link.carry(bits)
+            if not link.free:
+                yield from link.carry(bits)
         return Transfer(client, bits, start, self.env.now)
 
     def download_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
-        """:meth:`download` as steps of the caller's own process (see :meth:`upload_steps`)."""
+        """:meth:`download` as steps of the caller's own process (see :meth:`upload_steps`):
+        the backhaul, then the client's own flow (:meth:`_cell_download` for one client)."""
         cell = int(self.devices.serving[client])
-        return (yield from self._cell_download(cell, [client], bits, False))[client]
+        start = yield from self._backhaul_down(cell, bits)
+        first, _ = yield from self._leg(DL, client, bits, self._flow(DL, client, bits))
+        return Transfer(client, bits, first if math.isnan(start) else start, self.env.now)
 
     # -- the radio leg, through handovers -----------------------------------------------
 
@@ -251,7 +263,8 @@ class CellularNetwork:
         over; a radio link failure fails the transfer with :class:`LinkLost`."""
         flow = flow if flow is not None else self._flow(direction, client, bits)
         if not self.mobile:  # static devices: one flow, the same events as ever
-            yield from self._slot_wait(direction, flow)
+            if self._slotted[direction]:
+                yield from self._slot_wait(direction, flow)
             yield from carry(self.cells.schedulers[direction][flow.link.cell], flow)
             return flow.start_s, flow.link.cell
         me = self.env.active_process
@@ -354,14 +367,23 @@ class CellularNetwork:
         except simpy.Interrupt:
             return {}
 
+    def _backhaul_down(self, cell: int, bits: float) -> Generator[simpy.Event, Any, float]:
+        """The model down the backhaul to ``cell``'s site; returns when its first bit
+        flowed (NaN: no link on the way)."""
+        start = math.nan
+        for link in reversed(self.backhaul[int(self.cell_site[cell])]):
+            if link.free:  # carry would return now, and yield nothing
+                first = self.env.now
+            else:
+                first = yield from link.carry(bits)
+            start = first if math.isnan(start) else start
+        return start
+
     def _cell_download(
         self, cell: int, clients: list[int], bits: float, multicast: bool
     ) -> Generator[simpy.Event, Any, dict[int, Transfer]]:
         """One downlink flow in ``cell`` at the rate of its worst client (multicast)."""
-        start = math.nan
-        for link in reversed(self.backhaul[int(self.cell_site[cell])]):
-            first = yield from link.carry(bits)
-            start = first if math.isnan(start) else start
+        start = yield from self._backhaul_down(cell, bits)
         flows = [self._flow(DL, c, bits) for c in clients]
         if len(flows) == 1:  # unicast: follows a moving device through handovers
             first, _ = yield from self._leg(DL, clients[0], bits, flows[0])

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import simpy
+from simpy.events import NORMAL
 
 from netfl.config.radio import Policy
 
@@ -139,6 +140,20 @@ class Flow:
         self._rate_bps = value
 
 
+class _Timer(simpy.Event):
+    """A scheduler's timer: ``env.timeout(delay_s)`` (the same event, scheduled the same
+    way) whose callback is the scheduler's, with the token it was set with (no closure
+    per timer: several timers a client update)."""
+
+    def __init__(self, scheduler: FluidScheduler, delay_s: float) -> None:
+        env = self.env = scheduler.env
+        self.callbacks = [scheduler._on_timer]
+        self._value = None
+        self._ok = True
+        self.token = scheduler._timer_token
+        env.schedule(self, NORMAL, delay_s)
+
+
 class FluidScheduler:
     """RBs of one direction shared by the active flows under ``policy``.
 
@@ -175,6 +190,7 @@ class FluidScheduler:
         self.n_rb = float(n_rb)
         self.policy = policy
         self._allocate = ALLOCATORS[policy]
+        self._ps_policy = policy != "fifo"  # processor sharing can serve it (_ps_eligible)
         self.on_change: Callable[[Flow, float], None] | None = None
         self._next_id = 0
         self.reserved_rb = 0.0
@@ -293,7 +309,7 @@ class FluidScheduler:
 
     def _ps_eligible(self) -> bool:
         return (
-            self.policy != "fifo"
+            self._ps_policy
             and self.on_change is None
             and self._irregular == 0
             and self.n_rb - self.reserved_rb > 0
@@ -335,7 +351,8 @@ class FluidScheduler:
             return
         self._last_s = now
         if self._ps:
-            share = self._share()
+            n = len(self._active)
+            share = (self.n_rb - self.reserved_rb) / n if n else 0.0  # _share()
             self._virtual += share * dt
             self.rb_seconds += (self.reserved_rb + share * len(self._active)) * dt
             self.rb_seconds_fl += share * self._n_fl * dt
@@ -384,7 +401,8 @@ class FluidScheduler:
             heapq.heappop(heap)
         if not heap or not math.isfinite(heap[0][0]):
             return math.inf
-        share = self._share()
+        active = self._active
+        share = (self.n_rb - self.reserved_rb) / len(active) if active else 0.0  # _share()
         if share <= 0:
             return math.inf
         self._mark_started(self.env.now)
@@ -444,11 +462,7 @@ class FluidScheduler:
     def _release(self, flow: Flow) -> None:
         if self.on_change is not None and flow.rbs > 0:
             self.on_change(flow, 0.0)
-        flow.rbs = flow.rate_bps = 0.0
-
-    def _tolerance_s(self) -> float:
-        """Flows due within this time of now finish now (far above float rounding)."""
-        return 1e-9 + 1e-12 * abs(self.env.now)
+        flow._rbs = flow._rate_bps = 0.0  # the setters' fields (it left: not shared)
 
     def _schedule_next(self, best_dt: float) -> None:
         """Make sure a timer fires at the next completion, ``best_dt`` from now.
@@ -467,16 +481,16 @@ class FluidScheduler:
             return
         self._timer_token += 1
         self._timer_at = due
-        token = self._timer_token
-        timer = self.env.timeout(best_dt)
-        timer.callbacks.append(lambda _event: self._on_timer(token))
+        _Timer(self, best_dt)
 
-    def _on_timer(self, token: int) -> None:
-        if token != self._timer_token:
+    def _on_timer(self, timer: _Timer) -> None:
+        if timer.token != self._timer_token:
             return  # superseded by an earlier completion
         self._timer_at = math.inf
         self._advance()
-        now, tolerance = self.env.now, self._tolerance_s()
+        now = self.env.now
+        # Flows due within this time of now finish now (far above float rounding).
+        tolerance = 1e-9 + 1e-12 * abs(now)
         finished = self._due_ps(tolerance) if self._ps else self._due(tolerance)
         if finished is None:
             return  # woke early: the next timer is set
@@ -512,7 +526,9 @@ class FluidScheduler:
 
     def _due_ps(self, tolerance: float) -> list[Flow] | None:
         """Processor sharing: pop the tags due now (within the tolerance at the share)."""
-        limit = self._virtual + self._share() * tolerance
+        active, virtual = self._active, self._virtual
+        share = (self.n_rb - self.reserved_rb) / len(active) if active else 0.0  # _share()
+        limit = virtual + share * tolerance
         heap, tags = self._heap, self._tags
         finished = []
         while heap:
@@ -523,7 +539,8 @@ class FluidScheduler:
             if tag > limit:
                 break
             heapq.heappop(heap)
-            flow.remaining_bits = self._remaining_ps(flow)
+            # _remaining_ps(flow): the tag is finite (at most the limit)
+            flow.remaining_bits = max((tag - virtual) * flow.rate_per_rb_bps, 0.0)
             del tags[flow_id]  # a re-tagged flow may hold a second entry of the same tag
             finished.append(flow)
         if not finished:

@@ -49,6 +49,9 @@ class BackhaulLink:
         self.latency_s = latency_s
         self.capacity_bps = capacity_bps
         self.scheduler = FluidScheduler(env, 1.0, "equal") if math.isfinite(capacity_bps) else None
+        #: Crossing it takes no time (no latency, unlimited capacity): ``carry`` would yield
+        #: nothing, and returns when it was called.
+        self.free = self.scheduler is None and latency_s == 0
 
     def carry(self, bits: float) -> Generator[simpy.Event, Any, float]:
         """Send ``bits`` over the link (store-and-forward); returns when bits first flowed."""

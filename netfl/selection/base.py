@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from dataclasses import fields as dataclass_fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 from pydantic import ConfigDict, ValidationError, create_model
@@ -90,6 +90,9 @@ class SelectionContext:
         Simulated time at selection, seconds.
     candidates
         Ids of the clients that answered the resource request and are available.
+        ``n_candidates`` and ``candidate(j)`` are ``len(candidates)`` and
+        ``int(candidates[j])``: a strategy that reads no more than these (random
+        selection) lets a deferred context (:meth:`deferred`) skip gathering them.
     budget
         How many clients to select at most: |S_t|. Without over-selection it equals
         ``target``; with ``fl.over_selection`` o it is ceil(m (1 + o)) and the server keeps
@@ -155,36 +158,87 @@ class SelectionContext:
         asynchronous protocols: a selection per freed slot), where a strategy such as
         random selection reads none of them. ``fields`` are the other fields; the caller
         makes sure the values do not change once the context is made (they are read
-        later)."""
+        later). ``candidates`` may be a :class:`CandidateSource` instead of an array: the
+        array is then gathered when a strategy first reads it."""
         ctx = object.__new__(cls)
-        for spec in dataclass_fields(cls):  # the defaults of the fields not given
-            if spec.name not in (*DEFERRED_COLUMNS, "features", *fields):
-                make = spec.default_factory
-                default = spec.default if make is MISSING else make()
-                object.__setattr__(ctx, spec.name, default)
-        for name, value in fields.items():
-            object.__setattr__(ctx, name, value)
-        object.__setattr__(ctx, "candidates", _frozen(fields["candidates"]))
-        object.__setattr__(ctx, "features", _DeferredFeatures(feature_names, feature))
-        object.__setattr__(ctx, "_columns", columns)
+        state = ctx.__dict__  # frozen: filled directly, as object.__setattr__ would
+        for name, default, make in _defaults(cls):  # the fields not given
+            if name not in fields:
+                state[name] = default if make is None else make()
+        state.update(fields)
+        candidates = fields["candidates"]
+        if isinstance(candidates, np.ndarray):
+            state["candidates"] = _frozen(candidates)
+        else:  # gathered when first read
+            del state["candidates"]
+            state["_candidate_source"] = candidates
+        state["features"] = _DeferredFeatures(feature_names, feature)
+        state["_columns"] = columns
         return ctx
 
     if not TYPE_CHECKING:  # typed as the fields above
 
         def __getattr__(self, name: str) -> Any:
-            # Only called for an attribute not set: a deferred column read the first time.
-            columns = self.__dict__.get("_columns")
-            if columns is None or name not in DEFERRED_COLUMNS:
+            # Only called for an attribute not set: a deferred array read the first time.
+            state = self.__dict__
+            if name == "candidates" and "_candidate_source" in state:
+                value = _frozen(state["_candidate_source"].gather())
+            elif name in DEFERRED_COLUMNS and "_columns" in state:
+                value = _frozen(state["_columns"](name))
+            else:
                 raise AttributeError(name)
-            value = _frozen(columns(name))
-            object.__setattr__(self, name, value)
+            state[name] = value
             return value
+
+    @property
+    def n_candidates(self) -> int:
+        """``len(candidates)``, without gathering them in a deferred context."""
+        source = self.__dict__.get("_candidate_source")
+        return len(self.candidates) if source is None else len(source)
+
+    def candidate(self, j: int) -> int:
+        """``int(candidates[j])``, without gathering them all in a deferred context."""
+        source = self.__dict__.get("_candidate_source")
+        return int(self.candidates[j]) if source is None else source.at(j)
 
     def __getstate__(self) -> dict[str, Any]:
         """Every array computed (a pickled context does not hold the server)."""
         state = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
         state["features"] = dict(self.features)
         return state
+
+
+class CandidateSource(Protocol):
+    """Candidates a deferred context gathers only when a strategy reads them
+    (:meth:`SelectionContext.deferred`): their number, the ``j``-th of them and the sorted
+    array, as they were when the context was made."""
+
+    def __len__(self) -> int: ...
+
+    def at(self, j: int) -> int: ...
+
+    def gather(self) -> np.ndarray: ...
+
+
+_DEFAULTS: dict[type, tuple[tuple[str, Any, Callable[[], Any] | None], ...]] = {}
+
+
+def _defaults(cls: type[SelectionContext]) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    """``(name, default, default factory)`` of the fields :meth:`SelectionContext.deferred`
+    fills with their defaults when not given (the deferred columns and the features are
+    its own), found once per class."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = tuple(
+            (
+                spec.name,
+                spec.default,
+                None if spec.default_factory is MISSING else spec.default_factory,
+            )
+            for spec in dataclass_fields(cls)
+            if spec.name not in (*DEFERRED_COLUMNS, "features")
+        )
+    return found
 
 
 #: The per-candidate arrays of a :class:`SelectionContext` that

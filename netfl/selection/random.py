@@ -26,11 +26,20 @@ class RandomSelection(Strategy):
         self.weighted = weighted
 
     def select(self, ctx: SelectionContext) -> Sequence[int]:
-        k = min(ctx.budget, len(ctx.candidates))
+        n = ctx.n_candidates
+        k = min(ctx.budget, n)
         if k == 0:
             return []
         if self.weighted:
             chosen = draw_by_size(ctx.candidates, ctx.n_samples, k, self.rng)
+        elif k == 1:
+            # ``choice(candidates, 1, replace=False)`` is one step of Floyd's algorithm: one
+            # bounded integer in [0, n), the very draw ``integers(n)`` makes (same value,
+            # same generator state after; tests/test_selection.py checks it), without
+            # choice's per-call work (the asynchronous protocols select one at a time).
+            # n_candidates and candidate(j): an asynchronous server's context does not
+            # gather its thousands of idle candidates for one pick.
+            return [ctx.candidate(int(self.rng.integers(n)))]
         else:
             chosen = self.rng.choice(ctx.candidates, size=k, replace=False)
         return [int(c) for c in np.asarray(chosen)]
