@@ -247,10 +247,7 @@ class CellularNetwork:
     def download_steps(self, client: int, bits: float) -> Generator[simpy.Event, Any, Transfer]:
         """:meth:`download` as steps of the caller's own process (see :meth:`upload_steps`):
         the backhaul, then the client's own flow (:meth:`_cell_download` for one client)."""
-        cell = int(self.devices.serving[client])
-        start = yield from self._backhaul_down(cell, bits)
-        first, _ = yield from self._leg(DL, client, bits, self._flow(DL, client, bits))
-        return Transfer(client, bits, first if math.isnan(start) else start, self.env.now)
+        return (yield from self._unicast_down(int(self.devices.serving[client]), client, bits))
 
     # -- the radio leg, through handovers -----------------------------------------------
 
@@ -379,21 +376,29 @@ class CellularNetwork:
             start = first if math.isnan(start) else start
         return start
 
+    def _unicast_down(
+        self, cell: int, client: int, bits: float
+    ) -> Generator[simpy.Event, Any, Transfer]:
+        """The backhaul to ``cell``, then the client's own flow, which follows a moving
+        device through handovers."""
+        start = yield from self._backhaul_down(cell, bits)
+        first, _ = yield from self._leg(DL, client, bits, self._flow(DL, client, bits))
+        return Transfer(client, bits, first if math.isnan(start) else start, self.env.now)
+
     def _cell_download(
         self, cell: int, clients: list[int], bits: float, multicast: bool
     ) -> Generator[simpy.Event, Any, dict[int, Transfer]]:
         """One downlink flow in ``cell`` at the rate of its worst client (multicast)."""
+        if len(clients) == 1:
+            return {clients[0]: (yield from self._unicast_down(cell, clients[0], bits))}
         start = yield from self._backhaul_down(cell, bits)
         flows = [self._flow(DL, c, bits) for c in clients]
-        if len(flows) == 1:  # unicast: follows a moving device through handovers
-            first, _ = yield from self._leg(DL, clients[0], bits, flows[0])
-        else:
-            # Multicast: one transmission at the worst client's rate reaches everyone; it
-            # stays in its cell while a member moves (docs/mobility.md).
-            flow = min(flows, key=lambda f: f.rate_per_rb_bps)
-            flow.diversity = None if multicast else flow.diversity
-            yield from self._slot_wait(DL, flow)
-            yield from carry(self.cells.schedulers[DL][cell], flow)
-            first = flow.start_s
+        # Multicast: one transmission at the worst client's rate reaches everyone; it stays
+        # in its cell while a member moves (docs/mobility.md).
+        flow = min(flows, key=lambda f: f.rate_per_rb_bps)
+        flow.diversity = None if multicast else flow.diversity
+        yield from self._slot_wait(DL, flow)
+        yield from carry(self.cells.schedulers[DL][cell], flow)
+        first = flow.start_s
         start = first if math.isnan(start) else start
         return {c: Transfer(c, bits, start, self.env.now) for c in clients}
