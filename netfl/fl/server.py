@@ -205,11 +205,9 @@ class Server:
         self._final_evaluation()
 
     def _finished(self, round_: int) -> bool:
-        config = self.config
-        if config.rounds is not None and round_ >= config.rounds:
+        if self.config.rounds is not None and round_ >= self.config.rounds:
             return True
-        budget = config.time_budget_s  # _past_budget(), in place: checked thrice an update
-        return budget is not None and self.env.now >= budget
+        return self._past_budget()
 
     def _past_budget(self) -> bool:
         """Whether the simulated-time budget T_final is spent."""
@@ -435,14 +433,13 @@ class Server:
         return chosen
 
     def _log_selected(self, ctx: SelectionContext, round_: int | None, chosen: list[int]) -> None:
-        round_ = ctx.round if round_ is None else round_
-        duration_s = self.config.selection_time_s
-        if len(chosen) == 1:  # an asynchronous server's usual one: a row, as record_many adds
-            self.timeline.record(
-                self.env.now, "select", int(round_), chosen[0], duration_s=duration_s
-            )
-            return
-        self.timeline.record_many(self.env.now, "select", round_, chosen, duration_s=duration_s)
+        self.timeline.record_many(
+            self.env.now,
+            "select",
+            ctx.round if round_ is None else round_,
+            chosen,
+            duration_s=self.config.selection_time_s,
+        )
 
     # -- closing a round ----------------------------------------------------------------
 
