@@ -126,13 +126,10 @@ class Devices:
         n = len(self.n_samples)
         self.capacity_sps = self.compute_sps.copy()
         self.cpu_ratio = np.ones(n)
-        # Groups whose capability is the same every round (no fluctuation, a constant CPU
-        # ratio: nothing drawn) set it once, not once a round over all their devices.
-        self._fixed_capacity = [
-            g.compute_fluctuation_eta is None and isinstance(g.available_cpu_ratio, Constant)
-            for g in self.groups
-        ]
-        self._capacity_set = [False] * len(self.groups)
+        # Whether a group's capability is drawn at the next round: after the first, only
+        # where it varies (a group without fluctuation and with a constant CPU ratio draws
+        # nothing, so it is set once, not once a round over all its devices).
+        self._draw_capacity = [True] * len(self.groups)
         self.time_factor = np.ones(n)
         self.n_background = np.zeros(n, dtype=np.int64)
         self.queues: dict[int, BackgroundQueue] = {}
@@ -158,13 +155,15 @@ class Devices:
         self.warm = self.selected_round == round - 1
         self.queues.clear()
         for i, (g, s) in enumerate(zip(self.groups, self.slices, strict=True)):
-            if not (self._fixed_capacity[i] and self._capacity_set[i]):
+            if self._draw_capacity[i]:
                 mean = self.compute_sps[s]
                 fluct = g.compute_fluctuation_eta
                 sps = mean if fluct is None else sample_mab_cs(mean, fluct, self.rng["fluctuation"])
                 self.cpu_ratio[s] = g.available_cpu_ratio.sample(self.rng["cpu"], g.count)
                 self.capacity_sps[s] = sps * self.cpu_ratio[s]
-                self._capacity_set[i] = True
+                self._draw_capacity[i] = fluct is not None or not isinstance(
+                    g.available_cpu_ratio, Constant
+                )
             a = g.exchange_noise
             if a > 0:
                 self.time_factor[s] = 1 + self.rng["noise"].uniform(-a, a, g.count)
