@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from netfl.map.layout import hex_layout
 from netfl.radio.calibration import PERCENTILES, PRESETS, calibrate
-from netfl.radio.layout import hex_layout
 from netfl.radio.propagation import Environment, drop_heights, link_gains
 
 FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"

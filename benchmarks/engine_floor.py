@@ -112,7 +112,7 @@ def _variant(mode: str, rounds: int) -> dict[str, float]:
     ``norecord``, ``fixed`` or ``nogc``)."""
     import gc
 
-    import netfl.trace.timeline as timeline
+    import netfl.recorder.timeline as timeline
     from netfl.scenario import scenario_from_data
     from netfl.world import build_world
 

@@ -29,11 +29,11 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from netfl.config.mobility import HandoverConfig, MobilityConfig
+from netfl.map.layout import hex_layout
 from netfl.mobility.build import build_mobility
 from netfl.mobility.trajectory import TrajectoryModel
 from netfl.radio.calibration import PRESETS
 from netfl.radio.handover import HandoverState
-from netfl.radio.layout import hex_layout
 from netfl.radio.propagation import Environment, drop_heights, link_gains
 from netfl.radio.shadowing import CorrelatedLosState, CorrelatedShadowing
 

@@ -33,10 +33,10 @@ import simpy
 from benchmarks.cells import ISOLATED_CELL, ISOLATED_RADIO
 from netfl.radio.build import build_radio
 from netfl.radio.cellular import CellularNetwork
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
-from netfl.trace.timeline import Timeline
 
 MODEL_BITS = 8e6
 

@@ -66,8 +66,8 @@ def child_main(argv: Sequence[str]) -> None:
     sys.path.insert(0, str(tree))
     import pyarrow.parquet as pq
 
+    from netfl.recorder.tables import rounds_table
     from netfl.scenario import scenario_from_data
-    from netfl.trace.tables import rounds_table
     from netfl.world import build_world
 
     data = json.loads(spec.read_text())

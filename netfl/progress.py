@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from netfl.trace.tables import RoundRecord
+from netfl.recorder.tables import RoundRecord
 
 
 def pick_mode(mode: str, stream: TextIO) -> str:

@@ -11,7 +11,7 @@ shows the estimate. The three terms that grow with a scenario:
   device adds its request and response; each selected client its selection, download,
   compute and upload rows; counted in ``docs/benchmarks.md``, "Protocol"), all of them
   until the run has :data:`TIMELINE_PART_ROWS`, then at most that and one round's (the
-  timeline is written out in parts as the run goes, :mod:`netfl.trace.streaming`), at
+  timeline is written out in parts as the run goes, :mod:`netfl.recorder.streaming`), at
   :data:`BYTES_PER_TIMELINE_ROW`;
 - model copies for training: the global model, its aggregate, and one update per selected
   client (the batched backend trains them side by side), sized by ``fl.model_size_bits``
@@ -87,7 +87,7 @@ rows held: 200 B a row over the 170 MiB of a run with a small timeline."""
 
 TIMELINE_PART_ROWS = 1_000_000
 """Rows the timeline holds before a round's end writes them out:
-:data:`netfl.trace.streaming.PART_ROWS` (repeated here so that ``netfl validate`` does not
+:data:`netfl.recorder.streaming.PART_ROWS` (repeated here so that ``netfl validate`` does not
 import pyarrow and pandas; a test keeps the two equal)."""
 
 BASE_BYTES = 300 * 2**20

@@ -1,7 +1,7 @@
 """Drawing per-device values from a scenario distribution.
 
 Shared by the device population (:mod:`netfl.fl.population`), the radio's placement of
-device groups (:mod:`netfl.radio.layout`), the devices' background queues
+device groups (:mod:`netfl.map.layout`), the devices' background queues
 (:mod:`netfl.fl.background`) and the mobility models' stationary draws
 (:mod:`netfl.mobility.draws`), so none of those layers imports another.
 """

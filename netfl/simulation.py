@@ -26,6 +26,9 @@ from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
 from netfl.errors import DiskFullError, ScenarioError, Terminated
+from netfl.recorder import strategy
+from netfl.recorder.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
+from netfl.recorder.tables import RoundRecord, clients_table, rounds_table
 from netfl.resources import disk_problems
 from netfl.rundir import (
     RunDirLock,
@@ -38,10 +41,7 @@ from netfl.rundir import (
     write_text,
 )
 from netfl.scenario import dump_scenario
-from netfl.trace import strategy
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
-from netfl.trace.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
-from netfl.trace.tables import RoundRecord, clients_table, rounds_table
 from netfl.world import World, build_world
 
 _LIBRARIES = ("numpy", "scipy", "simpy", "torch", "pandas", "pyarrow", "pydantic")
@@ -128,7 +128,7 @@ def write_results(
     """Write the tables and the summary (atomic per file).
 
     The tables in ``streams`` are made of the parts written during the run
-    (:mod:`netfl.trace.streaming`); ``resumable`` (a run that stopped with a checkpoint)
+    (:mod:`netfl.recorder.streaming`); ``resumable`` (a run that stopped with a checkpoint)
     keeps the strategy's parts, which ``--resume`` continues from. The others are written
     from memory.
 

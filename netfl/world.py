@@ -22,11 +22,11 @@ from netfl.fl.server import Server
 from netfl.learning.interface import Learner, NullLearner
 from netfl.radio.build import build_radio
 from netfl.radio.network import Network
+from netfl.recorder.tables import RoundRecord
+from netfl.recorder.timeline import MOBILITY_COLUMNS, RB_COLUMNS, STEP_COLUMNS, Timeline
 from netfl.registry import strategies
 from netfl.rng import Streams
 from netfl.selection.base import PopulationInfo, Strategy, make_strategy
-from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import MOBILITY_COLUMNS, RB_COLUMNS, STEP_COLUMNS, Timeline
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Checks that the timeline alone determines every phase the server measured. One row per
 (round, client, exchange), where ``exchange`` is ``update`` (the round's distribution,
 update and upload) or ``poll`` (a strategy's poll, kinds ``poll_*``). Phase durations are
-differences of event times (see :mod:`netfl.trace.timeline`); a phase the client never
+differences of event times (see :mod:`netfl.recorder.timeline`); a phase the client never
 reached is NaN, a cold start it did not need is 0.
 """
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from netfl.cli import main
-from netfl.trace.tables import CLIENT_COLUMNS, ROUNDS_SCHEMA
-from netfl.trace.timeline import SCHEMA as TIMELINE_SCHEMA
+from netfl.recorder.tables import CLIENT_COLUMNS, ROUNDS_SCHEMA
+from netfl.recorder.timeline import SCHEMA as TIMELINE_SCHEMA
 
 
 def test_simulate_writes_the_run_directory(write_scenario, tiny, tmp_path, capsys):

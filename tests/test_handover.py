@@ -27,9 +27,9 @@ import pytest
 
 from netfl.config.dist import Constant, Exponential
 from netfl.config.mobility import HandoverConfig
+from netfl.map.layout import hex_layout
 from netfl.mobility.random_direction import RandomDirectionModel
 from netfl.radio.handover import INDICATION_PERIOD_S, HandoverState, filter_weight
-from netfl.radio.layout import hex_layout
 from netfl.radio.shadowing import CorrelatedShadowing
 
 GOOD_SINR = 10.0

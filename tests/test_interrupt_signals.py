@@ -24,8 +24,8 @@ import pytest
 from netfl import load_run
 from netfl.checkpoint.store import checkpoint_path
 from netfl.cli import main
+from netfl.recorder import streaming
 from netfl.selection.random import RandomSelection
-from netfl.trace import streaming
 from tests.test_resume import assert_same_tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_a_signal_mid_run_leaves_a_resumable_run(
     tiny["fl"]["checkpoint_every"] = 1
     run = tmp_path / "run"
     netfl = (
-        f"import netfl.trace.streaming as s; s.PART_ROWS = {PART_ROWS};"
+        f"import netfl.recorder.streaming as s; s.PART_ROWS = {PART_ROWS};"
         " import netfl.cli, sys; sys.exit(netfl.cli.main())"
     )
     command = [sys.executable, "-c", netfl, "simulate", str(write_scenario(tiny))]

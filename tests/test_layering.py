@@ -137,9 +137,53 @@ def test_the_checks_find_a_planted_circle_and_an_upward_import(tmp_path: Path) -
 
 #: Arrows issue 16 named as pointing the wrong way: a layer must not import these.
 FORBIDDEN = {
-    "netfl.radio": ("netfl.fl", "netfl.selection", "netfl.learning"),
+    "netfl.radio": ("netfl.fl", "netfl.selection", "netfl.learning", "netfl.trace"),
     "netfl.learning": ("netfl.fl", "netfl.selection"),
+    # Issue 33: the map below the kinematics, the kinematics below the radio, the recorder
+    # below the engine and apart from the analysis that reads runs.
+    "netfl.map": ("netfl.mobility", "netfl.radio", "netfl.fl", "netfl.recorder", "netfl.trace"),
+    "netfl.mobility": ("netfl.radio", "netfl.fl", "netfl.recorder", "netfl.trace"),
+    "netfl.recorder": ("netfl.radio", "netfl.mobility", "netfl.fl", "netfl.trace", "netfl.sweep"),
 }
+
+
+def folder_graph(graph: nx.DiGraph, root: Path) -> nx.DiGraph:
+    """The arrows between netfl's folders (sub-packages), each labelled by one file arrow."""
+    folders = {p.name for p in (root / "netfl").iterdir() if (p / "__init__.py").exists()}
+    contracted = nx.DiGraph()
+    for name, target, line in graph.edges(data="line"):
+        a, b = name.split("."), target.split(".")
+        if len(a) > 2 and len(b) > 2 and a[1] in folders and b[1] in folders and a[1] != b[1]:
+            contracted.add_edge(a[1], b[1], example=f"{name} (line {line}) imports {target}")
+    return contracted
+
+
+def folder_circles(graph: nx.DiGraph) -> list[str]:
+    return [
+        "; ".join(graph.edges[a, b]["example"] for a, b in zip(c, [*c[1:], c[0]], strict=True))
+        for c in nx.simple_cycles(graph)
+    ]
+
+
+def test_no_import_circle_between_netfl_folders() -> None:
+    """Folders are layered like files: no two sub-packages import each other, even
+    through different files (issue 33: radio <-> mobility, radio -> trace -> ... )."""
+    assert folder_circles(folder_graph(import_graph(ROOT, ("netfl",)), ROOT)) == []
+
+
+def test_the_folder_check_finds_a_planted_folder_circle(tmp_path: Path) -> None:
+    for folder in ("radio", "mobility"):
+        (tmp_path / "netfl" / folder).mkdir(parents=True)
+        (tmp_path / "netfl" / folder / "__init__.py").write_text("")
+    (tmp_path / "netfl" / "__init__.py").write_text("")
+    (tmp_path / "netfl" / "radio" / "motion.py").write_text("from netfl.mobility import base\n")
+    (tmp_path / "netfl" / "mobility" / "base.py").write_text("")
+    (tmp_path / "netfl" / "mobility" / "area.py").write_text("import netfl.radio.geometry\n")
+    (tmp_path / "netfl" / "radio" / "geometry.py").write_text("")
+    graph = import_graph(tmp_path, ("netfl",))
+    assert circles(graph) == []  # no file circle ...
+    found = folder_circles(folder_graph(graph, tmp_path))
+    assert len(found) == 1 and "netfl.mobility.area (line 1)" in found[0]  # ... a folder one
 
 
 def test_radio_and_learning_do_not_import_the_protocol_or_the_strategies() -> None:

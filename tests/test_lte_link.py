@@ -24,9 +24,9 @@ from channel_models.lte import (
 from netfl.config.radio import LteRadioConfig, LteTbsConfig
 from netfl.radio.build import build_radio
 from netfl.radio.link import rate_mapping
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
-from netfl.trace.timeline import Timeline
 from tests.conftest import isolated
 
 

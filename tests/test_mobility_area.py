@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netfl.map.geometry import inside_hexagon
+from netfl.map.layout import hex_layout
 from netfl.mobility.area import (
     clip_to_layout,
     fold_into_cluster,
@@ -15,8 +17,6 @@ from netfl.mobility.area import (
     nearest_site,
     road_span_m,
 )
-from netfl.radio.geometry import inside_hexagon
-from netfl.radio.layout import hex_layout
 
 WRAP = hex_layout(19, 1, 200.0, wrap_around=True)
 SEVEN = hex_layout(7, 3, 200.0)

@@ -14,9 +14,9 @@ import simpy
 from netfl.cli import main
 from netfl.features import Feature
 from netfl.radio.build import build_radio
+from netfl.recorder.timeline import OPTIONAL_COLUMNS, Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
-from netfl.trace.timeline import OPTIONAL_COLUMNS, Timeline
 from tests.protocol_helpers import group, run, scenario
 
 #: Handover on the geometric boundary: no offset, hysteresis, time-to-trigger or filter.

@@ -17,11 +17,11 @@ from scipy import stats
 
 from netfl.config.mobility import MobilityConfig
 from netfl.errors import ScenarioError
+from netfl.map.layout import hex_layout
 from netfl.mobility.area import inside_layout
 from netfl.mobility.build import Population, build_mobility
 from netfl.mobility.random_waypoint import mean_leg_length_m
 from netfl.mobility.static import StaticModel
-from netfl.radio.layout import hex_layout
 
 CONFIG = TypeAdapter(MobilityConfig)
 WRAP = hex_layout(19, 1, 200.0, wrap_around=True)

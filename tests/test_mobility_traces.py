@@ -13,9 +13,9 @@ import pytest
 
 from netfl.config.mobility import TrajectoryMobility
 from netfl.errors import ScenarioError
+from netfl.map.layout import hex_layout
 from netfl.mobility.build import build_mobility
 from netfl.mobility.trajectory import TrajectoryModel
-from netfl.radio.layout import hex_layout
 
 DATA = Path(__file__).parent / "data"
 SUMO_TRACE = DATA / "sumo_grid_fcd.xml"

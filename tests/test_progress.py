@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from netfl.progress import RunProgress
+from netfl.recorder.tables import RoundRecord
 from netfl.sweep.runner import SweepProgress
-from netfl.trace.tables import RoundRecord
 
 
 class _Terminal(io.StringIO):

@@ -17,12 +17,12 @@ import simpy
 from channel_models import tr38901
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.cli import main
+from netfl.map.layout import hex_layout, layout_from_config
 from netfl.radio.build import build_radio
 from netfl.radio.calibration import PRESETS, calibrate, preset_scenario
-from netfl.radio.layout import hex_layout, layout_from_config
 from netfl.radio.propagation import DeviceHeights, Environment, drop_heights, link_gains
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
-from netfl.trace.timeline import Timeline
 
 
 def test_layouts_have_the_asked_sites_and_sectors():

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from netfl.radio.geometry import (
+from netfl.map.geometry import (
     drop_uniform_area,
     drop_uniform_radius,
     hex_grid_sites,
     inside_hexagon,
 )
-from netfl.radio.layout import hex_layout
+from netfl.map.layout import hex_layout
 from netfl.radio.topology import CENTRE_SITE, backhaul_path, build_topology, site_node
 
 BACKHAUL = {

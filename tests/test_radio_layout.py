@@ -11,8 +11,8 @@ import pytest
 from channel_models import itu_m2135
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.errors import ScenarioError
+from netfl.map.layout import antenna_from_config, layout_from_config
 from netfl.radio.calibration import PRESETS, cell_config, preset_dict
-from netfl.radio.layout import antenna_from_config, layout_from_config
 from netfl.radio.propagation import Environment, drop_heights, link_gains
 from netfl.radio.topology import CENTRE_SITE, backhaul_path, build_topology
 from netfl.scenario import scenario_from_data
@@ -193,7 +193,7 @@ def test_wrap_around_images_are_the_nearest_and_a_guess_changes_no_bit():
     """Layout.site_images: each offset is the shortest of the 7 images' (brute force), and
     an earlier image as guess (devices that moved a little, or a wrong guess) gives the same
     offsets bit for bit."""
-    from netfl.radio.layout import _WRAP_AXIAL, hex_layout
+    from netfl.map.layout import _WRAP_AXIAL, hex_layout
 
     layout = hex_layout(19, 3, 200.0, wrap_around=True)
     rng = np.random.default_rng(7)

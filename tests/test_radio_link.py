@@ -13,7 +13,7 @@ from scipy import special
 from channel_models.antenna import OmniAntenna
 from channel_models.itu_m2135 import UMI, UMI_NLOS
 from channel_models.rate import RateMapping, Shannon, ShannonWithLoss
-from netfl.radio.layout import hex_layout
+from netfl.map.layout import hex_layout
 from netfl.radio.link import (
     Budget,
     diversity_gain,

@@ -12,9 +12,9 @@ import simpy
 from netfl.cli import main
 from netfl.radio.build import build_radio
 from netfl.radio.cells import DL, UL
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
-from netfl.trace.timeline import Timeline
 from tests.protocol_helpers import group, run, scenario
 
 

@@ -13,9 +13,9 @@ import simpy
 from netfl.radio.build import build_radio
 from netfl.radio.cellular import CellularNetwork as LteNetwork
 from netfl.radio.network import FixedRateNetwork, Transfer
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
-from netfl.trace.timeline import Timeline
 from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
 BITS = 8e6

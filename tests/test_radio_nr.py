@@ -13,9 +13,9 @@ from channel_models.rate import db_to_linear
 from netfl.errors import ScenarioError
 from netfl.radio.air import AirInterface
 from netfl.radio.build import build_radio
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import scenario_from_data
-from netfl.trace.timeline import Timeline
 from tests.conftest import ISOLATED_CELL
 
 BITS = 8e6

@@ -22,10 +22,10 @@ from netfl.radio.build import build_radio, radio_system
 from netfl.radio.cells import DL, UL
 from netfl.radio.checks import offered_load
 from netfl.radio.traffic import nominal_user_rates
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
 from netfl.simulation import simulate
-from netfl.trace.timeline import Timeline
 from tests.conftest import ISOLATED_CELL, ISOLATED_RADIO
 
 PAPER = ["learning=none"]

@@ -11,7 +11,7 @@ import simpy
 
 from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.traffic import FlowLog, FtpModel1, FullBuffer, UserPool, constant_load
-from netfl.trace.timeline import Timeline
+from netfl.recorder.timeline import Timeline
 
 RATE_PER_RB = 1e5
 N_RB = 10

@@ -9,6 +9,7 @@ import pytest
 
 from netfl.cli import main
 from netfl.radio.propagation import BLOCK_DEVICES
+from netfl.recorder import streaming
 from netfl.resources import (
     BASE_BYTES,
     PROPAGATION_BLOCK_DEVICES,
@@ -22,7 +23,6 @@ from netfl.resources import (
     memory_problems,
 )
 from netfl.scenario import load_scenario
-from netfl.trace import streaming
 
 TIMING = ["learning=none", "fl.model_size_bits=1e6"]
 

@@ -157,7 +157,7 @@ def test_a_streamed_run_resumes_from_its_parts(killed, tiny, tmp_path, monkeypat
     later ones dropped, and the tables end byte-identical to an uninterrupted run's."""
     from netfl import simulation
     from netfl.checkpoint.session import Checkpointer
-    from netfl.trace import streaming
+    from netfl.recorder import streaming
 
     monkeypatch.setattr(streaming, "PART_ROWS", 60)
     data = busy(tiny, "rbcs_f")
@@ -197,7 +197,7 @@ def test_a_streamed_run_resumes_from_its_parts(killed, tiny, tmp_path, monkeypat
 def test_a_run_whose_score_parts_are_gone_is_not_resumed(tiny, tmp_path, monkeypatch):
     from netfl.checkpoint.resume import open_run
     from netfl.checkpoint.store import CheckpointError
-    from netfl.trace import streaming
+    from netfl.recorder import streaming
 
     monkeypatch.setattr(streaming, "PART_ROWS", 30)
     whole_and_interrupted(busy(tiny, "rbcs_f"), tmp_path, monkeypatch, every=2, at=4)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import netfl.recorder.streaming
 import netfl.simulation
-import netfl.trace.streaming
 from netfl.cli import main
 from netfl.rundir import LOCK_NAME, RESERVE_BYTES, lock_run_dir
 
@@ -119,7 +119,7 @@ def test_a_full_disk_stops_the_run_with_one_line(
 ):
     if when == "during the run":  # a timeline part a round, the second one fails
         calls = []
-        real = netfl.trace.streaming.write_arrow
+        real = netfl.recorder.streaming.write_arrow
 
         def part(path, table):
             calls.append(path)
@@ -127,8 +127,8 @@ def test_a_full_disk_stops_the_run_with_one_line(
                 _no_space()
             real(path, table)
 
-        monkeypatch.setattr(netfl.trace.streaming, "PART_ROWS", 1)
-        monkeypatch.setattr(netfl.trace.streaming, "write_arrow", part)
+        monkeypatch.setattr(netfl.recorder.streaming, "PART_ROWS", 1)
+        monkeypatch.setattr(netfl.recorder.streaming, "write_arrow", part)
     else:  # the timeline's Parquet file at the end
         monkeypatch.setattr(netfl.simulation, "write_parquet", _no_space)
     out = tmp_path / "run"

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from netfl.trace.strategy import ScoreLog
+from netfl.recorder.strategy import ScoreLog
 
 
 def _round(log: ScoreLog, r: int, n: int, names: tuple[str, ...]) -> None:

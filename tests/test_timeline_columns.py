@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from netfl.trace.timeline import SCHEMA, Timeline
+from netfl.recorder.timeline import SCHEMA, Timeline
 
 
 def test_without_optional_columns_the_schema_is_unchanged():

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from netfl import load_run
+from netfl.recorder import streaming
+from netfl.recorder.streaming import PARTS_DIR, part_paths, timeline_stream
+from netfl.recorder.timeline import OPTIONAL_COLUMNS, SCHEMA, Timeline
 from netfl.scenario import scenario_from_data
 from netfl.simulation import simulate
-from netfl.trace import streaming
-from netfl.trace.streaming import PARTS_DIR, part_paths, timeline_stream
-from netfl.trace.timeline import OPTIONAL_COLUMNS, SCHEMA, Timeline
 
 ROWS_PER_ROUND = 8
 

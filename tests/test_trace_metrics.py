@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netfl.recorder.strategy import SCHEMA, ScoreLog
 from netfl.selection.rbcs_f import RBCSF
 from netfl.trace.metrics import (
     backlogs,
@@ -17,7 +18,6 @@ from netfl.trace.metrics import (
     score_matrix,
     selection_counts,
 )
-from netfl.trace.strategy import SCHEMA, ScoreLog
 from tests.selection_helpers import ctx, feedback, info, ready
 
 

@@ -72,9 +72,9 @@ def netfl_drop() -> dict[str, Any]:
     import simpy
 
     from netfl.radio.build import build_radio
+    from netfl.recorder.timeline import Timeline
     from netfl.rng import Streams
     from netfl.scenario import scenario_from_data
-    from netfl.trace.timeline import Timeline
 
     sc = scenario_from_data(SCENARIO)
     env = simpy.Environment()

@@ -26,7 +26,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from netfl.sweep.index import is_sweep_directory
+from netfl.recorder.sweep_index import is_sweep_directory
 from netfl.trace import survival
 from netfl.trace.metrics import mean_ci, rounds_to_accuracy, step_at, time_to_accuracy
 from netfl.trace.run import Run, load_runs

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from netfl.checkpoint.store import Checkpoint, CheckpointError, read_checkpoint, scenario_digest
 from netfl.config import Scenario
+from netfl.recorder.streaming import STRATEGY, covers, parts_dir
 from netfl.rundir import is_run_directory
 from netfl.scenario import dump_scenario, load_scenario
-from netfl.trace.streaming import STRATEGY, covers, parts_dir
 
 RESOLVED = "scenario.resolved.yaml"
 

@@ -32,7 +32,7 @@ from netfl.checkpoint.store import (
     write_checkpoint,
 )
 from netfl.errors import ScenarioError
-from netfl.trace.tables import RoundRecord
+from netfl.recorder.tables import RoundRecord
 from netfl.world import World
 
 

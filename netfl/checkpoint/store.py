@@ -20,8 +20,8 @@ from typing import Any
 from netfl._version import __version__
 from netfl.errors import NetflError
 from netfl.learning.interface import Evaluation
+from netfl.recorder.strategy import ScoreLog
 from netfl.rundir import write_bytes
-from netfl.trace.strategy import ScoreLog
 
 #: Bumped whenever :class:`Checkpoint` changes shape.
 FORMAT = 1

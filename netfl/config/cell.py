@@ -101,7 +101,7 @@ class CellConfig(StrictModel):
         default=19,
         description=(
             "Sites of the hexagonal layout: 1 (an isolated site), 7 (one ring) or 19 (two"
-            " rings), ISD apart (netfl/radio/layout.py, docs/radio.md)."
+            " rings), ISD apart (netfl/map/layout.py, docs/radio.md)."
         ),
     )
     sectors: int = Field(

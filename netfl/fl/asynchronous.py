@@ -44,8 +44,8 @@ from netfl.fl.feedback import ReportedTimes, round_feedback
 from netfl.fl.protocols import AggregationRule
 from netfl.fl.server import Server
 from netfl.learning.interface import LocalResult, NullLearner
+from netfl.recorder.tables import RoundRecord
 from netfl.selection.base import SelectionContext, Strategy
-from netfl.trace.tables import RoundRecord
 
 #: Consecutive empty refills (nobody training, nobody startable) before a run without a
 #: time budget gives up instead of waiting for ever.

@@ -19,10 +19,10 @@ from netfl.fl.population import Population
 from netfl.fl.server import Server
 from netfl.learning.interface import EvalSchedule, Learner
 from netfl.radio.network import Network
+from netfl.recorder.tables import RoundRecord
+from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.selection.base import Strategy
-from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import Timeline
 
 
 def update_samples(scenario: Scenario, learner: Learner) -> np.ndarray:

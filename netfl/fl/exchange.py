@@ -35,7 +35,7 @@ from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
 from netfl.fl.partial import PartialWork
 from netfl.radio.network import LinkLost, Network, Transfer
-from netfl.trace.timeline import Timeline
+from netfl.recorder.timeline import Timeline
 
 #: A transfer as steps of the caller's process: ``(client, bits)`` -> a generator that
 #: returns the :class:`Transfer`.

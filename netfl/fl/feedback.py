@@ -10,8 +10,8 @@ from typing import Protocol
 import numpy as np
 
 from netfl.fl.exchange import Outcome
+from netfl.recorder.tables import RoundRecord
 from netfl.selection.base import RoundFeedback
-from netfl.trace.tables import RoundRecord
 
 #: Readers registered before the dead among them are first pruned.
 _PRUNE_AT = 64

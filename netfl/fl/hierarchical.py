@@ -34,7 +34,7 @@ from netfl.fl.exchange import Exchange, Outcome
 from netfl.fl.feedback import round_feedback
 from netfl.fl.server import Server
 from netfl.radio.topology import BackhaulLink
-from netfl.trace.tables import RoundRecord
+from netfl.recorder.tables import RoundRecord
 
 
 class HierarchicalServer(Server):

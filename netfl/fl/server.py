@@ -36,10 +36,10 @@ from netfl.fl.request import ResourceRequest
 from netfl.fl.signals import LearningSignals
 from netfl.learning.interface import EvalSchedule, Learner
 from netfl.radio.network import Network
+from netfl.recorder.strategy import ScoreLog
+from netfl.recorder.tables import RoundRecord
+from netfl.recorder.timeline import Timeline
 from netfl.selection.base import POLL_SIGNALS, SelectionContext, Strategy
-from netfl.trace.strategy import ScoreLog
-from netfl.trace.tables import RoundRecord
-from netfl.trace.timeline import Timeline
 
 #: A polled client's answer to ``poll_loss``: one number (32 bits).
 POLL_ANSWER_BITS = 32.0

@@ -1,8 +1,8 @@
 """The area devices move in: the union of the layout's site hexagons, and its wrap-around.
 
-A layout (:class:`netfl.radio.layout.Layout`) of 1, 7 or 19 sites covers the union of its
+A layout (:class:`netfl.map.layout.Layout`) of 1, 7 or 19 sites covers the union of its
 sites' hexagons (pointy-top, circumradius R, on the grid of
-:func:`netfl.radio.geometry.hex_grid_sites`). The hexagons are the Voronoi cells of the
+:func:`netfl.map.geometry.hex_grid_sites`). The hexagons are the Voronoi cells of the
 sites, so a point lies in the area exactly when it lies in the hexagon of its nearest site
 (:func:`inside_layout`).
 
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netfl.radio.geometry import SITE_RINGS, SQRT3, hexagon_boundary_distance, inside_hexagon
+from netfl.map.geometry import SITE_RINGS, SQRT3, hexagon_boundary_distance, inside_hexagon
 
 if TYPE_CHECKING:
-    from netfl.radio.layout import Layout
+    from netfl.map.layout import Layout
 
 #: Axial (q, r) of the two vectors spanning the wrap-around lattice (19-site cluster).
 _LATTICE_AXIAL = ((5, -2), (2, 3))
@@ -107,7 +107,7 @@ def fold_into_cluster(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> from netfl.radio.layout import hex_layout
+    >>> from netfl.map.layout import hex_layout
     >>> layout = hex_layout(19, 1, 200.0, wrap_around=True)
     >>> fold_into_cluster(layout, [[0.0, 0.0], [800.0, -200.0 * 3**0.5]]).round(6) + 0.0
     array([[0., 0.],

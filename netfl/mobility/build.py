@@ -23,6 +23,7 @@ from netfl.config.mobility import (
     TrajectoryMobility,
 )
 from netfl.errors import ScenarioError
+from netfl.map.layout import Layout
 from netfl.mobility.area import road_span_m
 from netfl.mobility.base import Mobility, Step
 from netfl.mobility.constant_velocity import ConstantVelocityModel
@@ -32,7 +33,6 @@ from netfl.mobility.random_direction import RandomDirectionModel
 from netfl.mobility.random_waypoint import RandomWaypointModel
 from netfl.mobility.static import StaticModel
 from netfl.mobility.trace_files import trajectory_model
-from netfl.radio.layout import Layout
 
 
 def build_mobility(

@@ -22,9 +22,9 @@ from typing import Literal
 
 import numpy as np
 
+from netfl.map.layout import Layout
 from netfl.mobility.area import fold_with_shift
 from netfl.mobility.base import Mobility, Step, check_dt
-from netfl.radio.layout import Layout
 
 EdgeRule = Literal["reenter", "reverse", "wrap"]
 

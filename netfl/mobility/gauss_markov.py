@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from netfl.map.layout import Layout
 from netfl.mobility.area import fold_into_cluster, inside_layout
 from netfl.mobility.base import Mobility, Step, check_dt, unit_vectors
-from netfl.radio.layout import Layout
 
 
 class GaussMarkovModel(Mobility):

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from netfl.config.dist import Distribution
+from netfl.map.layout import Layout
 from netfl.mobility.area import fold_into_cluster, inside_layout
 from netfl.mobility.base import LegsAndPauses, Step, unit_vectors
 from netfl.mobility.draws import residual
-from netfl.radio.layout import Layout
 
 
 class RandomDirectionModel(LegsAndPauses):

@@ -30,10 +30,10 @@ import functools
 import numpy as np
 
 from netfl.config.dist import Distribution
+from netfl.map.layout import Layout, hex_layout
 from netfl.mobility.area import keep_in_area
 from netfl.mobility.base import LegsAndPauses, Step
 from netfl.mobility.draws import mean_inverse_speed, residual, speed_biased
-from netfl.radio.layout import Layout, hex_layout
 
 #: Pairs for the Monte Carlo estimate of the mean leg length (0.1% standard error).
 _MEAN_LEG_PAIRS = 200_000

@@ -27,9 +27,9 @@ import numpy as np
 
 from netfl.config.mobility import TrajectoryMobility
 from netfl.errors import ScenarioError
+from netfl.map.layout import Layout
 from netfl.mobility.area import clip_to_layout, inside_layout
 from netfl.mobility.trajectory import TrajectoryModel
-from netfl.radio.layout import Layout
 
 CSV_COLUMNS = ("time_s", "device", "x_m", "y_m")
 

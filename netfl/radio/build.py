@@ -31,9 +31,9 @@ from channel_models.protocol import OutOfValidityError
 from netfl.config import Scenario
 from netfl.config.radio import FixedRadioConfig, LteRadioConfig
 from netfl.errors import RadioWarning, ScenarioError
+from netfl.map.layout import layout_from_config, place_groups
 from netfl.radio.cells import DIRECTIONS, DL, UL, Cells, db_to_mw
 from netfl.radio.cellular import CellularNetwork, DeviceLinks
-from netfl.radio.layout import layout_from_config, place_groups
 from netfl.radio.motion import Motion, build_population, moving_groups
 from netfl.radio.network import FixedRateNetwork, Network
 from netfl.radio.propagation import BLOCK_DEVICES, LinkGains
@@ -42,9 +42,9 @@ from netfl.radio.system import Placement, RadioSystem, drop_devices, typical_ul_
 from netfl.radio.topology import Backhaul, build_topology
 from netfl.radio.traffic import start_sources
 from netfl.radio.update import RadioUpdate
+from netfl.recorder.timeline import Timeline
 from netfl.registry import channel_models
 from netfl.rng import Streams
-from netfl.trace.timeline import Timeline
 
 
 @dataclass

@@ -415,7 +415,7 @@ def preset_scenario(preset: Preset, ues: int = 1, seed: int = 1) -> Scenario:
 
 def cell_config(preset: Preset) -> CellConfig:
     """The scenario ``cell`` section of the preset's layout and antenna: a scenario with
-    these keys has the calibrated layout (``netfl.radio.layout.layout_from_config``)."""
+    these keys has the calibrated layout (``netfl.map.layout.layout_from_config``)."""
     return CellConfig(
         inter_site_distance_m=preset.inter_site_distance_m,
         min_distance_m=preset.min_distance_m,

@@ -21,7 +21,7 @@ from netfl.config.cell import CellConfig
 from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem, RadioWarning, ScenarioError
-from netfl.radio.layout import layout_from_config
+from netfl.map.layout import layout_from_config
 from netfl.radio.link import rate_mapping
 
 _KEYS = {

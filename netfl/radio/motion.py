@@ -32,13 +32,13 @@ import numpy as np
 from netfl.config import Scenario
 from netfl.config.mobility import StaticMobility
 from netfl.errors import ScenarioError
+from netfl.map.layout import Layout
 from netfl.mobility.base import Mobility
 from netfl.mobility.build import Population, build_mobility
 from netfl.mobility.static import StaticModel
 from netfl.radio.cells import DL, Cells, db_to_mw
 from netfl.radio.cellular import CellularNetwork
 from netfl.radio.handover import HandoverState, StepEvents
-from netfl.radio.layout import Layout
 from netfl.radio.propagation import (
     DeviceHeights,
     LargeScaleState,

@@ -1,6 +1,6 @@
 """Large-scale propagation of every device to every cell, as devices x cells matrices.
 
-For a layout (:mod:`netfl.radio.layout`), devices with positions and heights, a path-loss
+For a layout (:mod:`netfl.map.layout`), devices with positions and heights, a path-loss
 model (any :class:`channel_models.protocol.ChannelModel`: ITU-R M.2135, TR 36.873, TR
 38.901) and a base-station antenna (:mod:`channel_models.antenna`), :func:`link_gains`
 draws each link's LOS state and shadowing and returns the coupling gain of every
@@ -49,7 +49,7 @@ from channel_models.tr38901 import (
     distance_3d_m,
     o2i_penetration_loss_db,
 )
-from netfl.radio.layout import Layout
+from netfl.map.layout import Layout
 
 O2IModel = Literal["tr36873", "low", "high", "mixed"]
 THERMAL_NOISE_DBM_HZ = -174.0

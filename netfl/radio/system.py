@@ -17,9 +17,9 @@ from channel_models.protocol import ChannelModel
 from channel_models.rate import db_to_linear
 from netfl.config import Scenario
 from netfl.config.radio import LteRadioConfig
+from netfl.map.layout import Layout, antenna_from_config, layout_from_config, place_groups
 from netfl.radio.air import AirInterface, air_interface
 from netfl.radio.cells import DL, UL
-from netfl.radio.layout import Layout, antenna_from_config, layout_from_config, place_groups
 from netfl.radio.link import Budget, diversity_gain, rate_mapping, rate_per_rb_bps, sinr_db
 from netfl.radio.propagation import (
     DeviceHeights,

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from netfl.radio.geometry import SITE_RINGS, hex_grid_sites
+from netfl.map.geometry import SITE_RINGS, hex_grid_sites
 from netfl.radio.scheduler import Flow, FluidScheduler
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from netfl.radio.layout import Layout
+    from netfl.map.layout import Layout
 
 CENTRE_SITE = ("cell", 0, 0)
 """The graph node of the layout's site 0 (axial coordinates 0, 0)."""

@@ -28,7 +28,7 @@ from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.radio.cells import DL, UL, Cells, RadioLink, db_to_mw
 from netfl.radio.scheduler import Flow, FluidScheduler
 from netfl.radio.system import RadioSystem, drop_users, typical_ul_emission_mw
-from netfl.trace.timeline import Timeline
+from netfl.recorder.timeline import Timeline
 
 if TYPE_CHECKING:
     from netfl.config import Scenario

@@ -1,7 +1,7 @@
 """Parameter sweeps: a base scenario x overrides x seeds, run locally or on Ray.
 
 ``load_sweep(path)`` reads and validates a sweep file (:mod:`netfl.sweep.spec`);
-``run_sweep(sweep, out)`` runs it into a sweep directory (:mod:`netfl.sweep.index`),
+``run_sweep(sweep, out)`` runs it into a sweep directory (:mod:`netfl.recorder.sweep_index`),
 skipping runs already completed there.
 """
 

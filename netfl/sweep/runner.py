@@ -13,9 +13,7 @@ from rich.progress import Progress, TaskID
 
 from netfl.errors import NetflError
 from netfl.progress import pick_mode, start_bar
-from netfl.rundir import write_text
-from netfl.sweep import backends
-from netfl.sweep.index import (
+from netfl.recorder.sweep_index import (
     SWEEP_FILE,
     is_sweep_directory,
     new_row,
@@ -23,6 +21,8 @@ from netfl.sweep.index import (
     read_index,
     write_index,
 )
+from netfl.rundir import write_text
+from netfl.sweep import backends
 from netfl.sweep.spec import Sweep
 
 BACKENDS = ("local", "ray")

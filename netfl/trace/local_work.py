@@ -14,9 +14,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from netfl.errors import MissingDataError
+from netfl.recorder.tables import STEP_COLUMNS
 from netfl.trace.drawing import RunsLike, finish, groups, labelled
 from netfl.trace.run import Run
-from netfl.trace.tables import STEP_COLUMNS
 
 
 def has_local_work(run: Run) -> bool:

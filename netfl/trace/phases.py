@@ -1,7 +1,7 @@
 """Per-client phases of each round, reconstructed from the timeline.
 
 A selected client goes through five phases, each bounded by two documented timeline events
-(:data:`netfl.trace.timeline.KINDS`):
+(:data:`netfl.recorder.timeline.KINDS`):
 
 ============  ===================================  =============================================
 phase         from                                 to

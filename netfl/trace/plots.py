@@ -11,7 +11,7 @@ with a band: the 95% Student-t confidence interval of the mean (``band="ci"``), 
 minus one standard deviation (``"sd"``), or none (``None``).
 
 Strategy records (:func:`backlogs`, :func:`score_convergence`) are read from a run's
-``strategy.parquet`` or from any DataFrame in its long format (``netfl/trace/strategy.py``):
+``strategy.parquet`` or from any DataFrame in its long format (``netfl/recorder/strategy.py``):
 one row per (round, score, client) with the columns ``round``, ``client``, ``score`` (the
 name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
 ``Z_{t,n}`` (score ``backlog``, eq. (6) of Huang et al. 2021) or UCB indices
@@ -349,7 +349,7 @@ def _score_matrix(data: Run | pd.DataFrame, score: str | None) -> tuple[pd.DataF
     if missing:
         raise MissingDataError(
             "strategy records need the columns round, client, score and value"
-            f" (netfl/trace/strategy.py); missing {sorted(missing)}"
+            f" (netfl/recorder/strategy.py); missing {sorted(missing)}"
         )
     names = sorted(set(frame["score"].astype(str)))
     if score is None and len(names) == 1:

@@ -1,6 +1,6 @@
 """Resource-block (RB) occupancy over time, from the timeline's RB allocation events.
 
-The reader expects these timeline rows (documented in :data:`netfl.trace.timeline.KINDS`)
+The reader expects these timeline rows (documented in :data:`netfl.recorder.timeline.KINDS`)
 and ignores everything else:
 
 - ``kind == "rb_allocation"``: a flow's allocation changed; from ``t_s`` on it holds

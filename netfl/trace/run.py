@@ -21,15 +21,15 @@ import pandas as pd
 import yaml
 
 from netfl.errors import MissingDataError, RunReadError, ScenarioError
+from netfl.recorder.streaming import STRATEGY, TIMELINE_FILE, read_parts
 from netfl.rundir import is_run_directory
 from netfl.trace import learning_metrics, metrics, phases, rb
 from netfl.trace.runs import Runs
-from netfl.trace.streaming import STRATEGY, TIMELINE_FILE, read_parts
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
 
-#: Optional per-round strategy records (columns: :mod:`netfl.trace.strategy`).
+#: Optional per-round strategy records (columns: :mod:`netfl.recorder.strategy`).
 STRATEGY_FILE = "strategy.parquet"
 
 
@@ -133,7 +133,7 @@ class Run:
     @cached_property
     def timeline(self) -> pd.DataFrame:
         """``timeline.parquet``, or the parts of it a run still going or killed has written
-        (:mod:`netfl.trace.streaming`)."""
+        (:mod:`netfl.recorder.streaming`)."""
         parts = read_parts(self.path)
         return read_table(self.path / TIMELINE_FILE) if parts is None else parts
 
@@ -276,7 +276,7 @@ class Run:
 
 def _sweep_run_dirs(path: Path) -> list[Path] | None:
     """The run directories of a sweep directory, or None if ``path`` is not a sweep."""
-    from netfl.sweep.index import is_sweep_directory, read_index
+    from netfl.recorder.sweep_index import is_sweep_directory, read_index
 
     if not is_sweep_directory(path):
         return None

@@ -10,10 +10,10 @@ import pytest
 
 from netfl.cli import main
 from netfl.errors import NetflError, RunDirectoryError
+from netfl.recorder.sweep_index import read_index
 from netfl.scenario import scenario_from_data
 from netfl.sweep import backends, load_sweep, run_sweep
 from netfl.sweep.backends import ray_resources
-from netfl.sweep.index import read_index
 from tests.analysis.conftest import STRATEGY_GRID, TIMING, write_sweep
 
 EXPLODING = "tests.analysis.strategies:Exploding"

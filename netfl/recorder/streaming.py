@@ -32,8 +32,8 @@ import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from netfl.errors import RunReadError
+from netfl.recorder.timeline import Timeline
 from netfl.rundir import write_arrow, write_parquet, write_parquet_stream
-from netfl.trace.timeline import Timeline
 
 PART_ROWS = 1_000_000
 """Rows held before a round's end writes them out: about 40 MB of timeline held (7 to 12

@@ -37,7 +37,7 @@ class ScoreLog:
     use) rather than lists of Python objects (about 95 bytes a row): RBCS-F records three
     scores for every client every round, 30 million rows for 10,000 devices and 1,000
     rounds. :meth:`drain` hands the rows held over (written as a part,
-    :mod:`netfl.trace.streaming`) and forgets them; ``len`` counts every row."""
+    :mod:`netfl.recorder.streaming`) and forgets them; ``len`` counts every row."""
 
     _n_drained = 0  # (class defaults: checkpoints pickled before streaming lack them)
     _names_drained = 0

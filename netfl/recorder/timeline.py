@@ -136,7 +136,7 @@ class Timeline:
     have one schema): exactly those are exported, null where no event sets them, and an
     event setting another is refused. Without it (``None``) an optional column is exported
     when some event sets it. :meth:`drain` hands over the rows held so far (written as a
-    part by :mod:`netfl.trace.streaming`) and forgets them; ``len`` counts every row.
+    part by :mod:`netfl.recorder.streaming`) and forgets them; ``len`` counts every row.
     """
 
     def __init__(self, optional: Iterable[str] | None = None) -> None:

@@ -1,7 +1,7 @@
 """Hexagonal layouts: 1, 7 or 19 sites of 1 (omni) or 3 sectors, wrap-around; drops.
 
 A cell is a sector of a site of a layout; a single cell is a layout of one omni site.
-Sites sit on the hexagonal grid of :func:`netfl.radio.geometry.hex_grid_sites` (neighbours
+Sites sit on the hexagonal grid of :func:`netfl.map.geometry.hex_grid_sites` (neighbours
 at the inter-site distance ISD along 0, 60, ..., 300 degrees; the centre site first). A
 3-sector site points its sectors at azimuths 30, 150 and 270 degrees, between neighbouring
 sites, as in TR 36.814 Fig. A.2.1.1-2 and TR 38.901 Sec. 7.8 (the "clover-leaf" layout).
@@ -35,7 +35,7 @@ import numpy as np
 from channel_models.antenna import OmniAntenna, SectorAntenna
 from netfl.config.cell import CellConfig
 from netfl.config.devices import DevicesConfig
-from netfl.radio.geometry import (
+from netfl.map.geometry import (
     SITE_RINGS,
     SQRT3,
     drop_uniform_area,

@@ -3,7 +3,7 @@
 The hexagon is "pointy-top": corners at angles 30 deg + k 60 deg, circumradius R, so its
 inradius (centre to edge) is R sqrt(3)/2 and the inter-site distance of a hexagonal grid
 is sqrt(3) R. Positions here are relative to the site at the origin;
-:mod:`netfl.radio.layout` places sites on the grid of :func:`hex_grid_sites`.
+:mod:`netfl.map.layout` places sites on the grid of :func:`hex_grid_sites`.
 """
 
 from __future__ import annotations
