@@ -120,6 +120,25 @@ class DiskFullError(Exception):
     ``summary.json`` says so (status ``failed``), the CLI prints one line and exits 1."""
 
 
+class Diverged(Exception):
+    """The global model or a loss became non-finite (NaN or infinite): the run stopped at
+    that round, its ``summary.json`` says ``status: diverged`` with the round
+    (``diverged_round``) and the cause (``divergence``), the CLI prints one line and exits
+    1. Not bad input: the scenario validated (``netfl validate`` warns where the settings
+    are unstable by construction)."""
+
+    def __init__(self, round: int, cause: str) -> None:
+        self.round, self.cause = round, cause
+        self.run_dir: str | None = None  # set once the run directory holds the run
+        super().__init__(f"the run diverged at round {round}: {cause}")
+
+    def __str__(self) -> str:
+        text = f"the run diverged at round {self.round}: {self.cause}"
+        if self.run_dir is not None:
+            text += f"; {self.run_dir} holds the rounds until then (status diverged)"
+        return text
+
+
 class RunReadError(NetflError):
     """A run (or sweep) directory cannot be read: not a netfl run, or a corrupted file."""
 

@@ -25,10 +25,11 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
-from netfl.errors import DiskFullError, ScenarioError, Terminated
+from netfl.errors import DiskFullError, Diverged, NetflError, ScenarioError, Terminated
 from netfl.recorder import strategy
 from netfl.recorder.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
 from netfl.recorder.tables import RoundRecord, clients_table, rounds_table
+from netfl.registry import plugin_problem
 from netfl.resources import disk_problems
 from netfl.rundir import (
     RunDirLock,
@@ -195,7 +196,7 @@ def simulate(
         raise ScenarioError(problems)
     # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
     # that cannot be checkpointed) fails here, before anything is written.
-    world = build_world(scenario, on_round=on_round)
+    world = _built(scenario, on_round)
     resolved = dump_scenario(scenario)
     if scenario.fl.checkpoint_every is not None:
         pickled_strategy(world)
@@ -238,10 +239,33 @@ def resume(
     with lock_run_dir(run_dir) as lock:
         # Checked again under the lock: another process may have resumed it meanwhile.
         opened = open_run(run_dir, overrides)
-        world = build_world(opened.scenario, on_round=on_round)
+        world = _built(opened.scenario, on_round)
         checkpoint = opened.checkpoint
         checkpoints = Checkpointer(world, run_dir, checkpoint.scenario_sha256, resume=checkpoint)
         return _run(world, run_dir, started, on_start, checkpoints, clock_s, lock)
+
+
+def _built(scenario: Scenario, on_round: Callable[[RoundRecord], None] | None) -> World:
+    """:func:`build_world`; a plug-in that raises or exits while it is built is bad input
+    naming its key."""
+    try:
+        return build_world(scenario, on_round=on_round)
+    except (Exception, SystemExit) as exc:
+        raise _plugin_error(exc, scenario) from exc
+
+
+def _plugin_error(exc: BaseException, scenario: Scenario) -> BaseException:
+    """``exc`` as bad input naming the plug-in it came from (:func:`plugin_problem`); a
+    ``sys.exit`` from elsewhere as a failure (it must not end the process as a success);
+    otherwise ``exc`` itself."""
+    if isinstance(exc, NetflError):
+        return exc
+    problem = plugin_problem(exc, scenario)
+    if problem is not None:
+        return ScenarioError([problem])
+    if isinstance(exc, SystemExit):
+        return RuntimeError(f"sys.exit({exc.code!r}) was called during the run")
+    return exc
 
 
 def _run(
@@ -271,6 +295,7 @@ def _run(
         on_start(world)
     status, error = "failed", None
     full: OSError | None = None  # the disk filled up during the run
+    diverged: Diverged | None = None
     wall_start = time.perf_counter()
     try:
         with _blas_threads(world.scenario):
@@ -278,19 +303,27 @@ def _run(
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
+    except Diverged as exc:
+        status, diverged = "diverged", exc
+        exc.run_dir = str(run_dir)
+        raise
     except KeyboardInterrupt as exc:
         status = "terminated" if isinstance(exc, Terminated) else "interrupted"
         if checkpoints is not None:
             checkpoints.save_latest()
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, OSError) and disk_full(exc):
             full = exc
             raise _disk_full_error(run_dir, exc) from exc
         if checkpoints is not None:
             checkpoints.save_latest()
-        raise
+        blamed = _plugin_error(exc, world.scenario)
+        if blamed is exc:
+            raise
+        error = str(blamed)
+        raise blamed from exc
     finally:
         # A resumed run that stops before its replay is done leaves the directory alone.
         if checkpoints is None or not checkpoints.replaying:
@@ -300,7 +333,8 @@ def _run(
             summary["wall_run_s"] = end_s - wall_start
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
-            resumable = checkpoints is not None and status != "completed"
+            summary.update(_divergence_summary(diverged))
+            resumable = checkpoints is not None and status not in ("completed", "diverged")
             if full is not None:  # the tables would not fit either: the summary only
                 _summary_of_full_disk(run_dir, summary, full, lock)
             else:
@@ -373,6 +407,13 @@ def _blas_threads(scenario: Scenario) -> contextlib.AbstractContextManager[Any]:
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=threads, user_api="blas")
+
+
+def _divergence_summary(diverged: Diverged | None) -> dict[str, Any]:
+    """``diverged_round`` and ``divergence`` (the cause), None unless the run diverged."""
+    if diverged is None:
+        return {"diverged_round": None, "divergence": None}
+    return {"diverged_round": diverged.round, "divergence": diverged.cause}
 
 
 def _checkpoint_summary(checkpoints: Checkpointer | None) -> dict[str, int | None]:

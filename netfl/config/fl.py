@@ -254,8 +254,10 @@ class FLConfig(StrictModel):
     )
     server_lr: PositiveFloat = Field(
         default=1.0,
+        le=1000.0,
         description="fedbuff: the server learning rate eta_g applied to the buffer's average"
-        " update (Nguyen et al. 2022 Alg. 1).",
+        " update (Nguyen et al. 2022 Alg. 1); at most 1,000 (from 2 on, validate warns: the"
+        " buffer's step overshoots the optimum by more than it corrects).",
     )
 
     kappa1: PositiveInt = Field(
