@@ -27,15 +27,23 @@ from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
 from netfl.errors import DiskFullError, Diverged, NetflError, ScenarioError, Terminated
 from netfl.recorder import strategy
-from netfl.recorder.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
+from netfl.recorder.streaming import (
+    STRATEGY,
+    TIMELINE,
+    TableStream,
+    part_paths,
+    timeline_stream,
+)
 from netfl.recorder.tables import RoundRecord, clients_table, rounds_table
 from netfl.registry import plugin_problem
 from netfl.resources import disk_problems
 from netfl.rundir import (
     RunDirLock,
+    check_path_length,
     default_run_dir,
     disk_full,
     lock_run_dir,
+    no_room_reason,
     prepare_run_dir,
     write_json,
     write_parquet,
@@ -143,12 +151,7 @@ def write_results(
     else:
         write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
-    columns = dict(world.client_columns)
-    columns.update(world.server.client_totals())
-    radio_totals = getattr(world.network, "client_totals", None)
-    if callable(radio_totals):
-        columns.update(radio_totals())
-    write_parquet(run_dir / "clients.parquet", clients_table(columns))
+    write_parquet(run_dir / "clients.parquet", _clients(world))
     if STRATEGY in streamed:
         streamed[STRATEGY].finish(keep_parts=resumable)
     else:
@@ -158,6 +161,16 @@ def write_results(
         summary["wall_write_s"] = end_s - write_start
         summary["wall_total_s"] = end_s - clock_s
     write_json(run_dir / "summary.json", summary)
+
+
+def _clients(world: World) -> Any:
+    """``clients.parquet``'s table: the drawn columns, the server's and the radio's totals."""
+    columns = dict(world.client_columns)
+    columns.update(world.server.client_totals())
+    radio_totals = getattr(world.network, "client_totals", None)
+    if callable(radio_totals):
+        columns.update(radio_totals())
+    return clients_table(columns)
 
 
 def simulate(
@@ -194,17 +207,18 @@ def simulate(
     problems = disk_problems(scenario, Path(out) if out is not None else Path(scenario.output.root))
     if problems:
         raise ScenarioError(problems)
+    run_dir = (
+        Path(out)
+        if out is not None
+        else default_run_dir(scenario.output.root, scenario.name, started)
+    )
+    check_path_length(run_dir)
     # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
     # that cannot be checkpointed) fails here, before anything is written.
     world = _built(scenario, on_round)
     resolved = dump_scenario(scenario)
     if scenario.fl.checkpoint_every is not None:
         pickled_strategy(world)
-    run_dir = (
-        Path(out)
-        if out is not None
-        else default_run_dir(scenario.output.root, scenario.name, started)
-    )
     with lock_run_dir(run_dir) as lock:
         prepare_run_dir(run_dir, force=force)
         write_text(run_dir / "scenario.resolved.yaml", resolved)
@@ -279,9 +293,11 @@ def _run(
 ) -> RunResult:
     """Run the world; write the run directory however it ends (except mid-replay).
 
-    A full disk (while the run writes its parts or at the end) stops the run: the lock's
-    reserved space is given back, ``summary.json`` says ``failed`` and why, and
-    :class:`DiskFullError` is raised (one line, exit 1, from the CLI).
+    A full disk or a file past the file-size limit (while the run writes its parts or at
+    the end) stops the run: the lock's reserved space is given back, ``summary.json``
+    says ``failed`` and why, what fits of the tables is written (:func:`_write_what_fits`)
+    and :class:`DiskFullError` is raised (one line saying what was written, exit 1, from
+    the CLI).
 
     ``summary.json``'s wall times, all on the clock the progress line uses (process
     seconds, :func:`time.perf_counter`): ``wall_build_s`` from the call of
@@ -294,7 +310,7 @@ def _run(
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
-    full: OSError | None = None  # the disk filled up during the run
+    full: DiskFullError | None = None  # the disk filled up
     diverged: Diverged | None = None
     wall_start = time.perf_counter()
     try:
@@ -315,8 +331,8 @@ def _run(
     except (Exception, SystemExit) as exc:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, OSError) and disk_full(exc):
-            full = exc
-            raise _disk_full_error(run_dir, exc) from exc
+            full = DiskFullError(run_dir, no_room_reason(exc))
+            raise full from exc
         if checkpoints is not None:
             checkpoints.save_latest()
         blamed = _plugin_error(exc, world.scenario)
@@ -335,35 +351,59 @@ def _run(
             summary.update(_checkpoint_summary(checkpoints))
             summary.update(_divergence_summary(diverged))
             resumable = checkpoints is not None and status not in ("completed", "diverged")
-            if full is not None:  # the tables would not fit either: the summary only
-                _summary_of_full_disk(run_dir, summary, full, lock)
+            if full is not None:  # the tables may not fit either: what fits
+                _write_what_fits(world, run_dir, summary, full, lock, streams)
             else:
                 try:
                     write_results(world, run_dir, summary, clock_s, streams, resumable)
                 except OSError as exc:
                     if not disk_full(exc):
                         raise
-                    _summary_of_full_disk(run_dir, summary, exc, lock)
-                    raise _disk_full_error(run_dir, exc) from exc
+                    full = DiskFullError(run_dir, no_room_reason(exc))
+                    summary["error"] = f"{type(exc).__name__}: {exc}"
+                    _write_what_fits(world, run_dir, summary, full, lock, streams)
+                    raise full from exc
     return RunResult(run_dir, summary)
 
 
-def _summary_of_full_disk(
-    run_dir: Path, summary: dict[str, Any], exc: OSError, lock: RunDirLock
+def _write_what_fits(
+    world: World,
+    run_dir: Path,
+    summary: dict[str, Any],
+    full: DiskFullError,
+    lock: RunDirLock,
+    streams: Sequence[TableStream],
 ) -> None:
-    """Give the lock's reserved space back and write the summary that says what happened
-    (if even that fails, there is nothing left to write with)."""
+    """The run stopped for lack of room: give the lock's reserved space back (the failed
+    write's temporary file is gone too) and write what fits, most needed first: the
+    summary (status failed), the rounds and clients tables, then every row of the
+    timeline and the strategy's scores not on disk yet, as parts (``<table>.parts/``,
+    which :func:`netfl.load_run` reads). ``full`` records what was written and what not."""
     lock.release_reserve()
-    summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-    with contextlib.suppress(OSError):
-        write_json(run_dir / "summary.json", summary)
-
-
-def _disk_full_error(run_dir: Path, exc: OSError) -> DiskFullError:
-    return DiskFullError(
-        f"{run_dir}: the disk is full ({exc.strerror or exc}); the run stopped, summary.json"
-        " says status failed and the timeline so far is in timeline.parts/"
-    )
+    summary["status"] = "failed"
+    tables = {
+        "summary.json": lambda: write_json(run_dir / "summary.json", summary),
+        "rounds.parquet": lambda: write_parquet(
+            run_dir / "rounds.parquet", rounds_table(world.server.records)
+        ),
+        "clients.parquet": lambda: write_parquet(run_dir / "clients.parquet", _clients(world)),
+    }
+    for name, write in tables.items():
+        try:
+            write()
+            full.kept.append(name if name != "summary.json" else "summary.json (status failed)")
+        except OSError:
+            full.lost.append(name)
+    for stream in streams:
+        if stream.finished:
+            full.kept.append(f"{stream.table}.parquet")
+            continue
+        saved = stream.save_parts()
+        if part_paths(run_dir, stream.table):
+            so_far = "so far" if saved else "until the last part that fitted"
+            full.kept.append(f"{stream.table}.parts/ (the {stream.table} {so_far})")
+        if not saved:
+            full.lost.append(f"the {stream.table}'s last rows")
 
 
 def _stream_tables(
