@@ -50,6 +50,8 @@ def _problems(scenario: Scenario, check_registry: bool, check_data: bool) -> lis
     fits = not problems
     problems += cross_checks(scenario)
     problems += radio_problems(scenario)
+    if not problems:
+        problems += _motion(scenario)
     if check_registry:
         from netfl.registry import registry_checks
 
@@ -59,6 +61,16 @@ def _problems(scenario: Scenario, check_registry: bool, check_data: bool) -> lis
         if check_data and fits and not problems:
             problems += data_problems(scenario)
     return problems
+
+
+def _motion(scenario: Scenario) -> list[Problem]:
+    """What moving devices need to finish in bounded time, and the jumps a long radio
+    update makes (:mod:`netfl.mobility.limits`)."""
+    from netfl.mobility.limits import motion_problems, motion_warnings
+
+    for key, message in motion_warnings(scenario):
+        warnings.warn(f"{key}: {message}", ScenarioWarning, stacklevel=5)
+    return motion_problems(scenario)
 
 
 def _warn_unstable(scenario: Scenario) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from netfl.config.base import (
     Bits,
@@ -266,7 +266,8 @@ class FLConfig(StrictModel):
         description="hierarchical: local updates (each one learning.local_epochs or"
         " local_steps) a client runs between two edge aggregations (kappa_1 of Liu et al."
         " 2020, Alg. 1, counted in local updates). At most 1,000: every local update is real"
-        " training of the client's data, so a job's cost grows with kappa1.",
+        " training of the client's data, so a job's cost grows with kappa1. kappa1 x kappa2"
+        " is at most 1,000 too: a round's local updates.",
     )
     kappa2: PositiveInt = Field(
         default=2,
@@ -275,6 +276,18 @@ class FLConfig(StrictModel):
         " At most 1,000: a round (one row of rounds.parquet, one evaluation) is kappa2 edge"
         " rounds of every selected client.",
     )
+
+    @field_validator("kappa2")
+    @classmethod
+    def _round_of_bounded_work(cls, kappa2: int, info: ValidationInfo) -> int:
+        kappa1 = info.data.get("kappa1", 1)
+        if kappa1 * kappa2 > MAX_LOCAL_REPEATS:
+            raise ValueError(
+                f"kappa1 x kappa2 = {kappa1 * kappa2:,} local updates of every selected client"
+                f" in one hierarchical round: at most {MAX_LOCAL_REPEATS:,} (each is real"
+                " training; such a round runs for days)"
+            )
+        return kappa2
 
     @model_validator(mode="after")
     def _stops(self) -> FLConfig:

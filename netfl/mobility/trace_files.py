@@ -201,7 +201,7 @@ def place(
             row,
             key,
             path,
-            f"position ({xy[row, 0]:.1f}, {xy[row, 1]:.1f}) m is outside the layout's"
+            f"position ({xy[row, 0]:.7g}, {xy[row, 1]:.7g}) m is outside the layout's"
             " hexagons (shift it with offset_m, or set outside: clip)",
         )
     if out.any():
