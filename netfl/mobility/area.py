@@ -70,8 +70,15 @@ def inside_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
 
 def clip_to_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
     """Points outside the area moved radially onto the boundary of their nearest site's
-    hexagon (points inside it are unchanged)."""
+    hexagon (points inside it are unchanged; finite points at any distance)."""
     xy = np.array(xy_m, dtype=float).reshape(-1, 2)
+    # A point far away first comes in along its direction to the layout's bounding
+    # circle: its nearest site is then the one that way (at 1e22 m every site is as
+    # near, to float64's precision).
+    reach = (SITE_RINGS[layout.n_sites] + 1) * layout.inter_site_distance_m
+    norm = np.hypot(xy[:, 0], xy[:, 1])
+    far = norm > reach
+    xy[far] *= (reach / norm[far])[:, None]
     site = layout.site_xy_m[nearest_site(layout, xy)]
     local = xy - site
     distance = np.hypot(local[:, 0], local[:, 1])
