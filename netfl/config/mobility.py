@@ -331,8 +331,8 @@ class GaussMarkovMobility(StrictModel):
 class TrajectoryMobility(StrictModel):
     """Positions read from a file, linearly interpolated between samples.
 
-    Formats: ``sumo_fcd`` (SUMO's ``--fcd-output``, read with ``sumolib``: install
-    ``netfl[sumo]``), the group's devices following the file's vehicles in the order they
+    Formats: ``sumo_fcd`` (SUMO's ``--fcd-output``, in the encoding it declares), the
+    group's devices following the file's vehicles in the order they
     first appear; ``csv`` with the header ``time_s,device,x_m,y_m``, ``device`` the global
     client id (the ``client`` column of clients.parquet; ids outside the group are refused,
     and every device of the group needs at least one row). Before its first sample a device

@@ -1,7 +1,7 @@
 """Settings that make training unstable by construction, warned about at validation.
 
 Each check is the stability condition of a linear iteration that the settings alone decide
-(no data needed), so a warning is never a guess about the model:
+(no data needed):
 
 - **The local step** (torch.optim.SGD, momentum rho, no dampening). FedProx's proximal term
   (Li et al., MLSys 2020, eq. (2)) and weight decay add mu (w - w_t) + lambda_wd w to every
@@ -9,7 +9,8 @@ Each check is the stability condition of a linear iteration that the settings al
   on it is Polyak's heavy ball, w_(k+1) = w_k - lr lambda w_k + rho (w_k - w_(k-1)), whose
   characteristic roots lie inside the unit circle exactly when 0 < lr lambda < 2 (1 + rho)
   (Polyak 1964; Goh, "Why Momentum Really Works", Distill 2017, the stability region).
-  Beyond it every local step amplifies w - w_t, whatever the data: the run diverges.
+  Beyond it every local step amplifies w - w_t (the data's curvature only adds to lambda
+  for a convex loss): the run diverges.
 - **FedAvgM** (Hsu et al. 2019): v_t = beta v_(t-1) + Delta_t, w_(t+1) = w_t + eta v_t.
   When local training reaches the clients' minimiser w*, Delta_t = -(w_t - w*), and the
   server's iteration is the same heavy ball with step eta and momentum beta: stable iff
@@ -21,9 +22,9 @@ Each check is the stability condition of a linear iteration that the settings al
 - **FedAdagrad, FedAdam, FedYogi** (Reddi et al. 2021, Alg. 2): the step
   eta m_t / (sqrt(v_t) + tau) is normalised, so these rules cannot run away exponentially
   whatever eta; but each round moves every weight by up to about eta c whatever the size of
-  the update (Kingma & Ba 2015, Sec. 2.1: Adam's effective step is bounded by
-  alpha (1 - beta1) / sqrt(1 - beta2), and by alpha otherwise; FedAdagrad's by eta, as
-  |m_t| <= max |Delta| <= sqrt(v_t)). With eta c above 1, a round moves each weight
+  the update (Kingma & Ba 2015, Sec. 2.1: Adam's effective step is bounded by about
+  alpha (1 - beta1) / sqrt(1 - beta2) where that exceeds alpha, and by alpha otherwise;
+  FedAdagrad's exactly by eta, as |m_t| <= max |Delta| <= sqrt(v_t)). With eta c above 1, a round moves each weight
   further than torch initialises it (within +-1/sqrt(fan-in)): the model cannot settle.
   With the defaults (beta1 0.9, beta2 0.99) c = 1, so eta = 1 is the largest step that
   passes.
