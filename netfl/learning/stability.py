@@ -24,8 +24,9 @@ Each check is the stability condition of a linear iteration that the settings al
   whatever eta; but each round moves every weight by up to about eta c whatever the size of
   the update (Kingma & Ba 2015, Sec. 2.1: Adam's effective step is bounded by about
   alpha (1 - beta1) / sqrt(1 - beta2) where that exceeds alpha, and by alpha otherwise;
-  FedAdagrad's exactly by eta, as |m_t| <= max |Delta| <= sqrt(v_t)). With eta c above 1, a round moves each weight
-  further than torch initialises it (within +-1/sqrt(fan-in)): the model cannot settle.
+  FedAdagrad's exactly by eta, as |m_t| <= max |Delta| <= sqrt(v_t)). With eta c above 1,
+  a round moves each weight further than torch initialises it (within +-1/sqrt(fan-in)):
+  the model cannot settle.
   With the defaults (beta1 0.9, beta2 0.99) c = 1, so eta = 1 is the largest step that
   passes.
 

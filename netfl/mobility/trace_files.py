@@ -5,8 +5,8 @@
   to the group, and every device of the group needs at least one row. Read with pandas.
 - ``sumo_fcd``: the ``--fcd-output`` of SUMO (``<timestep time="t">`` elements with
   ``<vehicle id x y .../>`` children), read with the standard library's expat parser
-  (:func:`read_sumo_fcd`: bounded in depth and size, no tree built). The group's devices follow the file's vehicles
-  in the order they first appear (by time, then as listed); a file with fewer vehicles
+  (:func:`read_sumo_fcd`: bounded in depth and size, no tree built). The group's devices
+  follow the file's vehicles in the order they first appear (by time, then as listed); a file with fewer vehicles
   than the group has devices is refused, extra vehicles are left out. Geographic output
   (``--fcd-output.geo``, lon/lat) is refused: write metres.
 
