@@ -6,8 +6,9 @@
 - ``sumo_fcd``: the ``--fcd-output`` of SUMO (``<timestep time="t">`` elements with
   ``<vehicle id x y .../>`` children), read with the standard library's expat parser
   (:func:`read_sumo_fcd`: bounded in depth and size, no tree built). The group's devices
-  follow the file's vehicles in the order they first appear (by time, then as listed); a file with fewer vehicles
-  than the group has devices is refused, extra vehicles are left out. Geographic output
+  follow the file's vehicles in the order they first appear (by time, then as listed); a
+  file with fewer vehicles than the group has devices is refused, extra vehicles are left
+  out. Geographic output
   (``--fcd-output.geo``, lon/lat) is refused: write metres.
 
 Positions are shifted by ``offset_m`` and must lie in the sites' hexagons: a sample outside
