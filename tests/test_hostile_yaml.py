@@ -200,7 +200,7 @@ MOBILE = {
         ({"model": "random_direction"}, ["radio.handover.interruption_s=1e308"],
          "radio.handover.interruption_s", "less than or equal to 30"),
         ({"model": "static"}, ["fl.protocol=hierarchical", "fl.kappa1=1000", "fl.kappa2=1000"],
-         "fl.kappa2", "kappa1 x kappa2 = 1,000,000 local updates"),
+         "fl.kappa2", "kappa1 x kappa2 = 1,000,000 local updates of every selected"),
         ({"model": "static"}, ["devices.groups.0.distance_m=1e308"],
          "devices.groups.0.distance_m", "beyond the layout"),
     ],
