@@ -30,6 +30,9 @@ _LATTICE_AXIAL = ((5, -2), (2, 3))
 _CLUSTER_RINGS = 2
 _AROUND = np.array([(da, db) for da in (0, -1, 1) for db in (0, -1, 1)])  # search order
 _INSIDE_ISD = 2.0  # a circle inside the 19-site cluster (fold_into_cluster), in ISDs
+#: Layout extents beyond which a point is brought in along its direction before its
+#: nearest site is sought: site distances still differ by metres there (float64).
+_FAR = 1e9
 #: Edge normals of a pointy-top hexagon (0, 60, 120 degrees; the others are their opposites).
 _NORMALS = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0.0, 60.0, 120.0])])
 
@@ -72,10 +75,9 @@ def clip_to_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
     """Points outside the area moved radially onto the boundary of their nearest site's
     hexagon (points inside it are unchanged; finite points at any distance)."""
     xy = np.array(xy_m, dtype=float).reshape(-1, 2)
-    # A point far away first comes in along its direction to the layout's bounding
-    # circle: its nearest site is then the one that way (at 1e22 m every site is as
-    # near, to float64's precision).
-    reach = (SITE_RINGS[layout.n_sites] + 1) * layout.inter_site_distance_m
+    # A point so far that every site is as near to float64's precision (1e22 m) first
+    # comes in along its direction: its nearest site is then the one that way.
+    reach = _FAR * (SITE_RINGS[layout.n_sites] + 1) * layout.inter_site_distance_m
     norm = np.hypot(xy[:, 0], xy[:, 1])
     far = norm > reach
     xy[far] *= (reach / norm[far])[:, None]
