@@ -246,3 +246,19 @@ def plugin_problem(exc: BaseException, scenario: Scenario) -> Problem | None:
             return Problem(key, f"the plug-in '{name}' {raised(exc)}")
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def plugin_error(exc: BaseException, scenario: Scenario) -> BaseException:
+    """``exc`` as bad input naming the plug-in it came from (:func:`plugin_problem`); a
+    ``sys.exit`` from elsewhere as a failure (it must not end the process as a success);
+    otherwise ``exc`` itself."""
+    from netfl.errors import NetflError, ScenarioError
+
+    if isinstance(exc, NetflError):
+        return exc
+    problem = plugin_problem(exc, scenario)
+    if problem is not None:
+        return ScenarioError([problem])
+    if isinstance(exc, SystemExit):
+        return RuntimeError(f"sys.exit({exc.code!r}) was called during the run")
+    return exc

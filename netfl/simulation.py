@@ -25,17 +25,16 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
-from netfl.errors import DiskFullError, Diverged, NetflError, ScenarioError, Terminated
+from netfl.errors import DiskFullError, Diverged, ScenarioError, Terminated
 from netfl.recorder import strategy
 from netfl.recorder.streaming import (
     STRATEGY,
     TIMELINE,
     TableStream,
-    part_paths,
     timeline_stream,
 )
-from netfl.recorder.tables import RoundRecord, clients_table, rounds_table
-from netfl.registry import plugin_problem
+from netfl.recorder.tables import RoundRecord, rounds_table
+from netfl.registry import plugin_error
 from netfl.resources import disk_problems
 from netfl.rundir import (
     RunDirLock,
@@ -50,6 +49,7 @@ from netfl.rundir import (
     write_text,
 )
 from netfl.scenario import dump_scenario
+from netfl.stopped import clients_of, write_what_fits
 from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
 from netfl.world import World, build_world
 
@@ -151,7 +151,7 @@ def write_results(
     else:
         write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
-    write_parquet(run_dir / "clients.parquet", _clients(world))
+    write_parquet(run_dir / "clients.parquet", clients_of(world))
     if STRATEGY in streamed:
         streamed[STRATEGY].finish(keep_parts=resumable)
     else:
@@ -161,16 +161,6 @@ def write_results(
         summary["wall_write_s"] = end_s - write_start
         summary["wall_total_s"] = end_s - clock_s
     write_json(run_dir / "summary.json", summary)
-
-
-def _clients(world: World) -> Any:
-    """``clients.parquet``'s table: the drawn columns, the server's and the radio's totals."""
-    columns = dict(world.client_columns)
-    columns.update(world.server.client_totals())
-    radio_totals = getattr(world.network, "client_totals", None)
-    if callable(radio_totals):
-        columns.update(radio_totals())
-    return clients_table(columns)
 
 
 def simulate(
@@ -265,21 +255,7 @@ def _built(scenario: Scenario, on_round: Callable[[RoundRecord], None] | None) -
     try:
         return build_world(scenario, on_round=on_round)
     except (Exception, SystemExit) as exc:
-        raise _plugin_error(exc, scenario) from exc
-
-
-def _plugin_error(exc: BaseException, scenario: Scenario) -> BaseException:
-    """``exc`` as bad input naming the plug-in it came from (:func:`plugin_problem`); a
-    ``sys.exit`` from elsewhere as a failure (it must not end the process as a success);
-    otherwise ``exc`` itself."""
-    if isinstance(exc, NetflError):
-        return exc
-    problem = plugin_problem(exc, scenario)
-    if problem is not None:
-        return ScenarioError([problem])
-    if isinstance(exc, SystemExit):
-        return RuntimeError(f"sys.exit({exc.code!r}) was called during the run")
-    return exc
+        raise plugin_error(exc, scenario) from exc
 
 
 def _run(
@@ -295,7 +271,7 @@ def _run(
 
     A full disk or a file past the file-size limit (while the run writes its parts or at
     the end) stops the run: the lock's reserved space is given back, ``summary.json``
-    says ``failed`` and why, what fits of the tables is written (:func:`_write_what_fits`)
+    says ``failed`` and why, what fits of the tables is written (:func:`write_what_fits`)
     and :class:`DiskFullError` is raised (one line saying what was written, exit 1, from
     the CLI).
 
@@ -335,7 +311,7 @@ def _run(
             raise full from exc
         if checkpoints is not None:
             checkpoints.save_latest()
-        blamed = _plugin_error(exc, world.scenario)
+        blamed = plugin_error(exc, world.scenario)
         if blamed is exc:
             raise
         error = str(blamed)
@@ -352,7 +328,7 @@ def _run(
             summary.update(_divergence_summary(diverged))
             resumable = checkpoints is not None and status not in ("completed", "diverged")
             if full is not None:  # the tables may not fit either: what fits
-                _write_what_fits(world, run_dir, summary, full, lock, streams)
+                write_what_fits(world, run_dir, summary, full, lock, streams)
             else:
                 try:
                     write_results(world, run_dir, summary, clock_s, streams, resumable)
@@ -361,49 +337,9 @@ def _run(
                         raise
                     full = DiskFullError(run_dir, no_room_reason(exc))
                     summary["error"] = f"{type(exc).__name__}: {exc}"
-                    _write_what_fits(world, run_dir, summary, full, lock, streams)
+                    write_what_fits(world, run_dir, summary, full, lock, streams)
                     raise full from exc
     return RunResult(run_dir, summary)
-
-
-def _write_what_fits(
-    world: World,
-    run_dir: Path,
-    summary: dict[str, Any],
-    full: DiskFullError,
-    lock: RunDirLock,
-    streams: Sequence[TableStream],
-) -> None:
-    """The run stopped for lack of room: give the lock's reserved space back (the failed
-    write's temporary file is gone too) and write what fits, most needed first: the
-    summary (status failed), the rounds and clients tables, then every row of the
-    timeline and the strategy's scores not on disk yet, as parts (``<table>.parts/``,
-    which :func:`netfl.load_run` reads). ``full`` records what was written and what not."""
-    lock.release_reserve()
-    summary["status"] = "failed"
-    tables = {
-        "summary.json": lambda: write_json(run_dir / "summary.json", summary),
-        "rounds.parquet": lambda: write_parquet(
-            run_dir / "rounds.parquet", rounds_table(world.server.records)
-        ),
-        "clients.parquet": lambda: write_parquet(run_dir / "clients.parquet", _clients(world)),
-    }
-    for name, write in tables.items():
-        try:
-            write()
-            full.kept.append(name if name != "summary.json" else "summary.json (status failed)")
-        except OSError:
-            full.lost.append(name)
-    for stream in streams:
-        if stream.finished:
-            full.kept.append(f"{stream.table}.parquet")
-            continue
-        saved = stream.save_parts()
-        if part_paths(run_dir, stream.table):
-            so_far = "so far" if saved else "until the last part that fitted"
-            full.kept.append(f"{stream.table}.parts/ (the {stream.table} {so_far})")
-        if not saved:
-            full.lost.append(f"the {stream.table}'s last rows")
 
 
 def _stream_tables(
