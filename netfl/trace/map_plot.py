@@ -30,6 +30,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
+from netfl.config.cell import CellConfig
+from netfl.errors import MissingDataError
 from netfl.map.layout import Layout, layout_from_config
 from netfl.trace.drawing import message
 from netfl.trace.run import Run
@@ -102,7 +104,7 @@ def layout(run: Run) -> Figure:
     clients = run.clients
     if "cell" not in clients or not np.isfinite(clients["x_m"].to_numpy(float)).any():
         return message("Layout", "this run's clients have no positions or serving cells")
-    grid = layout_from_config(run.scenario.cell)
+    grid = _layout_of(run)
     colours = cell_colours(grid.n_cells)
     first_cell = clients["cell"].fillna(-1).to_numpy(int)
     changes = serving_cells(run)
@@ -131,6 +133,18 @@ def layout(run: Run) -> Figure:
         fontsize="medium",
     )
     return fig
+
+
+def _layout_of(run: Run) -> Layout:
+    """The run's layout, from its resolved ``cell`` section alone: the rest of the scenario
+    (a trajectory file moved since, a plug-in not installed here) need not load."""
+    from pydantic import ValidationError
+
+    try:
+        cell = CellConfig.model_validate(run.scenario_dict.get("cell") or {})
+    except ValidationError as exc:
+        raise MissingDataError(f"{run.path}: its cell section does not load ({exc})") from None
+    return layout_from_config(cell)
 
 
 def _draw_cells(ax: Axes, grid: Layout, colours: np.ndarray, used: set[int]) -> None:
