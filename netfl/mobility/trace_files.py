@@ -84,7 +84,7 @@ def check_trace_file(path: str, key: str) -> None:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise ScenarioError.single(key, f"no trajectory file {excerpt(path)!r}") from None
+        raise ScenarioError.single(key, f"no trajectory file {path!r}") from None
     except OSError as exc:
         raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}") from None
     if not stat.S_ISREG(info.st_mode):
