@@ -63,6 +63,10 @@ class SyntheticParams(StrictModel):
     )
 
 
+#: The largest learning rate, proximal weight or weight decay taken: beyond any stable
+#: setting (issue 34: 1e308 overflowed the float32 training with no key named).
+MAX_RATE = 1000.0
+
 #: Per-dataset parameter models for ``learning.dataset_params`` (netfl's other datasets
 #: take none, which :func:`netfl.registry.registry_checks` enforces; a plug-in's loader
 #: receives the mapping unvalidated).
@@ -191,7 +195,12 @@ class LearningConfig(StrictModel):
         ),
     )
     batch_size: PositiveInt = Field(default=10, description="Local minibatch size.")
-    lr: PositiveFloat = Field(default=0.05, description="Initial learning rate of local SGD.")
+    lr: PositiveFloat = Field(
+        default=0.05,
+        le=MAX_RATE,
+        description="Initial learning rate of local SGD (at most 1,000: far beyond a stable"
+        " step for any model; netfl validate warns where the step is unstable).",
+    )
     lr_decay: PositiveFloat = Field(
         default=1.0, le=1.0, description="Learning rate multiplied by this every round."
     )
@@ -205,14 +214,21 @@ class LearningConfig(StrictModel):
     momentum: NonNegativeFloat = Field(
         default=0.0, lt=1.0, description="SGD momentum of local training (torch.optim.SGD)."
     )
-    weight_decay: NonNegativeFloat = Field(default=0.0, description="SGD weight decay (L2).")
+    weight_decay: NonNegativeFloat = Field(
+        default=0.0,
+        le=MAX_RATE,
+        description="SGD weight decay (L2), at most 1,000 (lr x (prox_mu + weight_decay)"
+        " of 2 (1 + momentum) or more makes every local step unstable: validate warns).",
+    )
     prox_mu: NonNegativeFloat = Field(
         default=0.0,
+        le=MAX_RATE,
         description=(
             "FedProx's proximal term (Li et al., MLSys 2020, eq. (2)): each client minimises"
             " F_k(w) + (mu / 2) ||w - w_t||^2 from the global model w_t, so each local step's"
             " gradient gains mu (w - w_t); 0: plain local SGD (FedAvg). The paper uses"
-            " mu = 1 on Synthetic(1,1)."
+            " mu = 1 on Synthetic(1,1). At most 1,000; lr x (prox_mu + weight_decay) of"
+            " 2 (1 + momentum) or more makes every local step unstable (validate warns)."
         ),
     )
     eval_every_rounds: PositiveInt | None = Field(

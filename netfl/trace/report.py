@@ -368,7 +368,17 @@ def write_comparison(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", compare.ComparisonWarning)
         runs = Runs([r for r in all_runs if r.status == "completed"])
-        skipped = [r.id for r in all_runs if r.status != "completed"]
+        diverged = [r for r in all_runs if r.status == "diverged"]
+        if diverged:
+            shown = ", ".join(
+                f"{r.id} (round {r.summary.get('diverged_round')})" for r in diverged[:5]
+            )
+            message = (
+                f"diverged runs (their model or loss became non-finite), not averaged in:"
+                f" {shown}{', ...' if len(diverged) > 5 else ''}"
+            )
+            warnings.warn(message, compare.ComparisonWarning, stacklevel=2)
+        skipped = [r.id for r in all_runs if r.status not in ("completed", "diverged")]
         if skipped:
             shown = ", ".join(skipped[:5])
             message = f"left out {len(skipped)} runs that did not complete: {shown}"
