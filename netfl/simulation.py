@@ -108,7 +108,18 @@ def _summary(
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
         **_radio_summary(world),
         "device": str(getattr(world.learner, "device", "none")),
+        "training_path": _training_path(world),
     }
+
+
+def _training_path(world: World) -> str:
+    """Which path trained the clients (``learning.backend`` and the model decide)."""
+    trainer = getattr(world.learner, "trainer", None)
+    if trainer is None:
+        return "none"
+    from netfl.learning.learner import training_path
+
+    return training_path(trainer)
 
 
 def _radio_summary(world: World) -> dict[str, float]:

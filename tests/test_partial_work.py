@@ -126,16 +126,16 @@ def test_the_expected_upload_factor_stops_earlier(tmp_path):
 
 
 def test_partial_clients_train_together_in_one_batched_call(tmp_path, monkeypatch):
-    from netfl.learning.batched import BatchedTrainer
+    from netfl.learning.dense import DenseTrainer  # the digits MLP's path on CPU
 
     calls: list[list[int]] = []
-    train = BatchedTrainer.train
+    train = DenseTrainer.train
 
     def spy(self, state, x, y, indices, seeds, sgd, steps=None):
         calls.append(list(steps))
         return train(self, state, x, y, indices, seeds, sgd, steps)
 
-    monkeypatch.setattr(BatchedTrainer, "train", spy)
+    monkeypatch.setattr(DenseTrainer, "train", spy)
     run_tables(clocked(), tmp_path)
     assert calls == [[6, 7], [6, 7]]
 
