@@ -41,7 +41,6 @@ from netfl.rundir import (
     write_text,
 )
 from netfl.scenario import dump_scenario
-from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
 from netfl.world import World, build_world
 
 _LIBRARIES = ("numpy", "scipy", "simpy", "torch", "pandas", "pyarrow", "pydantic")
@@ -71,6 +70,8 @@ def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[fl
     summary and ``netfl.load_run`` agree."""
     if target is None or not records:
         return math.nan, math.nan
+    from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy  # imports pandas
+
     rounds = rounds_table(records).to_pandas()
     return time_to_accuracy(rounds, target), rounds_to_accuracy(rounds, target)
 
