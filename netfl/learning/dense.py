@@ -366,19 +366,21 @@ def _padded_plan(
         if steps is not None:
             kept = step < max(int(steps[k]), 0)
             position, step, slot = position[kept], step[kept], slot[kept]
-        visits.append((indices.cpu()[position], step, slot))
-    lengths = np.array([int(v[1][-1]) + 1 if len(v[1]) else 0 for v in visits], dtype=np.int64)
+        visits.append((indices.cpu().numpy()[position], step, slot))
+    lengths = np.array([v[1][-1] + 1 if len(v[1]) else 0 for v in visits], dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
-    n_steps = int(lengths.max(initial=0))
+    n_steps, n_clients = int(lengths.max(initial=0)), len(visits)
     width = max((int(v[2].max()) + 1 for v in visits if len(v[2])), default=1)
-    rows = torch.zeros(n_steps, len(visits), width, dtype=torch.int64)
-    scale = torch.zeros(n_steps, len(visits), width)
-    for column, k in enumerate(order):
-        client_rows, step, slot = visits[k]
-        if len(step):
-            rows[step, column, slot] = client_rows
-            scale[step, column, slot] = 1.0 / torch.bincount(step).float()[step]
-    return _Plan(order, lengths[order], rows, scale)
+    # every client's visits at once, in the sorted clients' columns
+    column = np.repeat(np.argsort(order, kind="stable"), [len(v[1]) for v in visits])
+    rows_of, step, slot = (np.concatenate([v[i] for v in visits] or [[]]) for i in range(3))
+    step, slot = step.astype(np.int64), slot.astype(np.int64)
+    batch = column * max(n_steps, 1) + step  # one id per (client, step)
+    rows = np.zeros((n_steps, n_clients, width), dtype=np.int64)
+    scale = np.zeros((n_steps, n_clients, width), dtype=np.float32)
+    rows[step, column, slot] = rows_of
+    scale[step, column, slot] = 1.0 / np.bincount(batch)[batch]
+    return _Plan(order, lengths[order], torch.from_numpy(rows), torch.from_numpy(scale))
 
 
 def _loss_summaries(losses: torch.Tensor, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -146,29 +146,29 @@ def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch
     order, step, _ = minibatch_order(n, sgd, generator)
     if n == 0:
         return []
-    return list(order.split(torch.bincount(step).tolist()))
+    return list(torch.from_numpy(order).split(np.bincount(step).tolist()))
 
 
 def minibatch_order(
     n: int, sgd: LocalSGD, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every sample visit of one local update, in order (what :func:`minibatches` splits):
     the sample's position 0..n-1, the step it is part of, and its slot in that step's
-    minibatch; drawn from ``generator`` one shuffled pass after another."""
+    minibatch (int64 arrays); drawn from ``generator`` one shuffled pass after another."""
     if n == 0:
-        empty = torch.zeros(0, dtype=torch.int64)
+        empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
     if sgd.steps is None:
-        order = torch.cat([torch.randperm(n, generator=generator) for _ in range(sgd.epochs)])
-        visit = torch.arange(len(order))
+        passes = [torch.randperm(n, generator=generator) for _ in range(sgd.epochs)]
+        order = torch.cat(passes).numpy()
+        visit = np.arange(len(order))
         within = visit % n  # position in its pass; a pass is ceil(n / b) batches
         step = (visit // n) * -(-n // sgd.batch_size) + within // sgd.batch_size
         return order, step, within % sgd.batch_size
     size = min(sgd.batch_size, n)
-    passes = -(-sgd.steps * size // n)
-    order = torch.cat([torch.randperm(n, generator=generator) for _ in range(passes)])
-    visit = torch.arange(sgd.steps * size)
-    return order[: sgd.steps * size], visit // size, visit % size
+    passes = [torch.randperm(n, generator=generator) for _ in range(-(-sgd.steps * size // n))]
+    visit = np.arange(sgd.steps * size)
+    return torch.cat(passes).numpy()[: len(visit)], visit // size, visit % size
 
 
 def client_plans(
