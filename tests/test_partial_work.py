@@ -288,7 +288,7 @@ def test_the_report_shows_the_local_work(tmp_path):
 
 @pytest.mark.parametrize(
     ("sweep", "runs"),
-    [("examples/fedprox_synthetic_sweep.yaml", 18), ("examples/partial_work_lte_sweep.yaml", 32)],
+    [("examples/fedprox_synthetic_sweep.yaml", 72), ("examples/partial_work_lte_sweep.yaml", 32)],
 )
 def test_the_reproduction_sweeps_plan(sweep, runs, capsys):
     assert main(["sweep", sweep, "--dry-run"]) == 0
