@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from netfl.config.base import (
+    INPUT_PATH,
     NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
@@ -163,8 +164,10 @@ class LearningConfig(StrictModel):
         default=None,
         description=(
             "Folder with the dataset's files, for file-based datasets (mnist, fashion_mnist,"
-            " cifar10, femnist); a relative path is taken from the working directory."
+            " cifar10, femnist; plug-ins read it too); a relative path is taken from the"
+            " scenario file's folder (docs/scenario.md, 'Paths')."
         ),
+        json_schema_extra=INPUT_PATH,
     )
     test_fraction: Probability = Field(
         default=0.2,

@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from netfl.config.base import (
+    INPUT_PATH,
     NonNegativeFloat,
     PositiveSeconds,
     Probability,
@@ -297,7 +298,9 @@ class TrajectoryMobility(StrictModel):
 
     model: Literal["trajectory"] = Field(description="Mobility model.")
     file: str = Field(
-        description="Path of the trajectory file (relative to the working directory)."
+        description="Path of the trajectory file (relative: from the scenario file's folder,"
+        " docs/scenario.md 'Paths').",
+        json_schema_extra=INPUT_PATH,
     )
     format: Literal["csv", "sumo_fcd"] | None = Field(
         default=None,
