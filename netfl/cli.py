@@ -232,6 +232,9 @@ def _wall_text(summary: dict[str, Any]) -> str:
         )
         if key in summary
     ]
+    path = summary.get("training_path", "none")
+    if path != "none" and "wall_training_s" in summary:  # which path trained, first word
+        parts = [f"{p} ({path.split()[0]})" if p.startswith("of which") else p for p in parts]
     return f"{total:.1f} s wall" + (f" ({', '.join(parts)})" if parts else "")
 
 

@@ -50,7 +50,6 @@ from netfl.rundir import (
 )
 from netfl.scenario import dump_scenario
 from netfl.stopped import clients_of, write_what_fits
-from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
 from netfl.world import World, build_world
 
 _LIBRARIES = ("numpy", "scipy", "simpy", "torch", "pandas", "pyarrow", "pydantic")
@@ -80,6 +79,8 @@ def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[fl
     summary and ``netfl.load_run`` agree."""
     if target is None or not records:
         return math.nan, math.nan
+    from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy  # imports pandas
+
     rounds = rounds_table(records).to_pandas()
     return time_to_accuracy(rounds, target), rounds_to_accuracy(rounds, target)
 
@@ -117,7 +118,18 @@ def _summary(
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
         **_radio_summary(world),
         "device": str(getattr(world.learner, "device", "none")),
+        "training_path": _training_path(world),
     }
+
+
+def _training_path(world: World) -> str:
+    """Which path trained the clients (``learning.backend`` and the model decide)."""
+    trainer = getattr(world.learner, "trainer", None)
+    if trainer is None:
+        return "none"
+    from netfl.learning.learner import training_path
+
+    return training_path(trainer)
 
 
 def _radio_summary(world: World) -> dict[str, float]:

@@ -266,12 +266,16 @@ class LearningConfig(StrictModel):
             " threads beyond the cores only wait for one."
         ),
     )
-    backend: Literal["batched", "sequential"] = Field(
+    backend: Literal["batched", "dense", "sequential"] = Field(
         default="batched",
         description=(
-            "batched: a round's clients train together (torch.func vmap; on CPU, models with"
-            " convolutions use the sequential loop, which is faster there); sequential: one"
-            " client after another (the reference). Both give the same updates."
+            "batched: a round's clients train together; on CPU, Flatten/Linear/ReLU stacks"
+            " (logistic regression, MLPs) take the dense path, models with convolutions the"
+            " sequential loop (faster there), other models torch.func vmap, as on a GPU."
+            " dense: the hand-written forward and backward pass of Linear and ReLU layers for"
+            " all clients at once (refused for other models). sequential: one client after"
+            " another (the reference). All give the same updates up to float rounding;"
+            " summary.json's training_path says which ran."
         ),
     )
     max_parallel_clients: PositiveInt | None = Field(
@@ -322,7 +326,7 @@ class LearningConfig(StrictModel):
             raise ValueError("set eval_every_rounds, eval_every_s, or both")
         if self.bf16 and self.device == "cpu":
             raise ValueError("bf16 autocast is for cuda; set device to auto or cuda")
-        if self.bf16 and self.backend == "sequential":
+        if self.bf16 and self.backend != "batched":
             raise ValueError("bf16 autocast is a feature of the batched backend")
         return self
 

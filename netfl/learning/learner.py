@@ -74,11 +74,30 @@ def pick_device(name: str) -> torch.device:
 
 
 def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.device) -> Trainer:
+    """The backend's trainer; ``batched`` on CPU takes the dense path for every model it
+    fits (:func:`netfl.learning.dense.dense_layers`); ``dense`` for a model it does not
+    fit raises ValueError saying why."""
     if config.backend == "sequential":
         return SequentialTrainer(model, device)
+    from netfl.learning.dense import DenseTrainer, dense_layers
+
+    if config.backend == "dense" or (
+        device.type == "cpu" and not isinstance(dense_layers(model), str)
+    ):
+        return DenseTrainer(model, device)
     from netfl.learning.batched import BatchedTrainer
 
     return BatchedTrainer(model, device, config.max_parallel_clients, config.bf16)
+
+
+def training_path(trainer: Trainer) -> str:
+    """Which path trains the clients, in words (summary.json's ``training_path``)."""
+    path = getattr(trainer, "path", None)
+    if isinstance(path, str):
+        return path
+    if getattr(trainer, "fallback", None) is not None:  # BatchedTrainer on CPU, with convolutions
+        return "sequential (a model with convolutions trains client by client on CPU)"
+    return "batched (torch.func.vmap)"
 
 
 class TorchLearner:

@@ -151,17 +151,32 @@ def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch
     Epochs: one shuffled pass after another, split into batches (the last may be short).
     Steps: shuffled passes concatenated and cut into ``steps`` batches of min(b, n).
     """
+    order, step, _ = minibatch_order(n, sgd, generator)
     if n == 0:
         return []
+    return list(torch.from_numpy(order).split(np.bincount(step).tolist()))
+
+
+def minibatch_order(
+    n: int, sgd: LocalSGD, generator: torch.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every sample visit of one local update, in order (what :func:`minibatches` splits):
+    the sample's position 0..n-1, the step it is part of, and its slot in that step's
+    minibatch (int64 arrays); drawn from ``generator`` one shuffled pass after another."""
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
     if sgd.steps is None:
-        batches: list[torch.Tensor] = []
-        for _ in range(sgd.epochs):
-            batches.extend(torch.randperm(n, generator=generator).split(sgd.batch_size))
-        return batches
+        passes = [torch.randperm(n, generator=generator) for _ in range(sgd.epochs)]
+        order = torch.cat(passes).numpy()
+        visit = np.arange(len(order))
+        within = visit % n  # position in its pass; a pass is ceil(n / b) batches
+        step = (visit // n) * -(-n // sgd.batch_size) + within // sgd.batch_size
+        return order, step, within % sgd.batch_size
     size = min(sgd.batch_size, n)
-    passes = -(-sgd.steps * size // n)
-    order = torch.cat([torch.randperm(n, generator=generator) for _ in range(passes)])
-    return list(order[: sgd.steps * size].split(size))
+    passes = [torch.randperm(n, generator=generator) for _ in range(-(-sgd.steps * size // n))]
+    visit = np.arange(sgd.steps * size)
+    return torch.cat(passes).numpy()[: len(visit)], visit // size, visit % size
 
 
 def client_plans(
@@ -189,6 +204,8 @@ def loss_summary(losses: torch.Tensor) -> tuple[float, float]:
 
 class SequentialTrainer:
     """Reference backend: train each client in turn with a plain module and optimizer."""
+
+    path = "sequential"
 
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         # One working copy, reloaded from the global state for each client (a deepcopy per

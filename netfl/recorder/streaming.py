@@ -25,9 +25,8 @@ import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
@@ -35,6 +34,9 @@ import pyarrow.parquet as pq
 from netfl.errors import RunReadError
 from netfl.recorder.timeline import Timeline
 from netfl.rundir import write_arrow, write_parquet, write_parquet_stream
+
+if TYPE_CHECKING:  # pandas (0.3-0.5 s to import) only where a run is read back
+    import pandas as pd
 
 PART_ROWS = 1_000_000
 """Rows held before a round's end writes them out: about 40 MB of timeline held (7 to 12
