@@ -24,8 +24,7 @@ import simpy
 
 from benchmarks.ns3_crosscheck.cases import Case
 from netfl.config.radio import LteTbsConfig
-from netfl.radio.build import device_links, radio_system
-from netfl.radio.cells import DL, UL, Cells
+from netfl.radio.build import cells_of, device_links, radio_system
 from netfl.radio.cellular import CellularNetwork
 from netfl.radio.propagation import LinkGains
 from netfl.scenario import scenario_from_data
@@ -68,6 +67,7 @@ def scenario_data(case: Case, mapping: dict[str, Any] | None = None) -> dict[str
                 "tx_power_dbm": c.enb_power_dbm,
                 "noise_figure_db": c.ue_noise_figure_db,
             },
+            "uplink_power_control": {"mode": "fixed_per_rb"},
         },
         "devices": {"groups": [{"count": case.n_devices, "n_samples": 1}]},
         "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 8.0 * case.file_bytes},
@@ -91,8 +91,7 @@ def network(case: Case, mapping: dict[str, Any] | None = None) -> CellularNetwor
         zeros,
         zeros,
     )
-    policies = {d: system.link_config[d].scheduler for d in (UL, DL)}
-    cells = Cells(env, 1, system.n_rb, policies, system.dl_power_db)
+    cells = cells_of(env, system)
     return CellularNetwork(env, system, cells, device_links(system, gains, None), [[]])
 
 

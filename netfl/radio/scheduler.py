@@ -13,9 +13,17 @@ Policies (``docs/radio.md``, "Sharing the resource blocks"):
   (with the cap equal to the band, one flow at a time: FedCS's scheduled uploads).
 - ``equal``: round robin as a fluid: max-min fair RB shares under the caps (water-filling),
   so each flow slows down as others join (the MAB-CS system model, Yoshida et al. 2020 Sec. II).
-- ``proportional_fair``: the same RB shares (without fast fading PF maximises
-  ``sum log(n_i r_i)``, which equal shares ``n_i`` do), and each flow's rate multiplied by
-  its multi-user diversity gain when the flows see Rayleigh fading (a flow's ``diversity``).
+- ``proportional_fair``: the RB shares that maximise ``sum log(rate_i)`` (Kelly): equal
+  shares while rates are linear in the RBs, fewer RBs for flows beyond their power limit
+  (:mod:`netfl.radio.fair_share`); each flow's rate multiplied by its multi-user diversity
+  gain when the flows see Rayleigh fading (a flow's ``diversity``).
+
+**Power-limited flows.** A flow's rate is ``rbs * rate_per_rb_bps`` up to its
+``power_limit_rb`` (``M*``, the uplink power control's limit, :mod:`channel_models.
+power_control`); beyond, its device spreads its maximum power over the RBs it holds and the
+scheduler asks ``limited_rates`` (the radio's hook) for its rate per RB at the SINR
+``10 log10(rbs / M*)`` dB lower. The allocation of ``fifo`` and ``equal`` does not change
+(the head of the line takes its cap; equal shares), only the rates that go with it.
 
 Interfaces: :meth:`FluidScheduler.open` starts a flow (its ``done`` event fires with the
 flow when the last bit is delivered) and :meth:`FluidScheduler.close` cancels it, releasing
@@ -30,10 +38,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+import numpy as np
 import simpy
 from simpy.events import NORMAL
 
 from netfl.config.radio import Policy
+from netfl.radio.fair_share import allocate_proportional_fair
 
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 
@@ -88,7 +98,9 @@ class Flow:
     rate multiplier when ``m`` flows compete for each RB under proportional fair (None: 1).
     ``link`` is the radio link it runs on (:class:`netfl.radio.cells.RadioLink`; the
     scheduler does not read it): the radio update recomputes the rates of flows in flight
-    from it (:meth:`FluidScheduler.set_rates`).
+    from it (:meth:`FluidScheduler.set_rates`). ``power_limit_rb`` is the RBs up to which
+    ``rate_per_rb_bps`` holds (inf: any allocation), ``sinr_db`` the SINR per RB it holds
+    for (the radio's ``limited_rates`` hook reads both beyond the limit).
     """
 
     bits: float
@@ -98,6 +110,8 @@ class Flow:
     fl: bool = True
     diversity: Callable[[int], float] | None = None
     link: Any = None
+    power_limit_rb: float = math.inf
+    sinr_db: float = math.nan
     remaining_bits: float = field(init=False)
     start_s: float = math.nan
     end_s: float = math.nan
@@ -192,6 +206,9 @@ class FluidScheduler:
         self._allocate = ALLOCATORS[policy]
         self._ps_policy = policy != "fifo"  # processor sharing can serve it (_ps_eligible)
         self.on_change: Callable[[Flow, float], None] | None = None
+        #: Rates per RB of flows beyond their power limit, their SINR lowered by the dB
+        #: given (set by the radio for its uplinks; None: no flow has a limit).
+        self.limited_rates: Callable[[list[Flow], np.ndarray], np.ndarray] | None = None
         self._next_id = 0
         self.reserved_rb = 0.0
         self._reserved_flow = Flow(math.inf, 0.0, self.n_rb, fl=False)
@@ -286,6 +303,21 @@ class FluidScheduler:
                 self._push(flow, flow.remaining_bits)
         self._update()
 
+    def set_power_limits(self, changes: Sequence[tuple[Flow, float]]) -> None:
+        """Give flows in flight new power limits (a moving device's path loss changed)."""
+        self._advance()
+        for flow, limit_rb in changes:
+            if self._active.get(flow.id) is not flow:
+                continue
+            if self._ps:
+                flow.remaining_bits = self._remaining_ps(flow)
+            was_irregular = not self._regular(flow)
+            flow.power_limit_rb = limit_rb
+            self._irregular += (not self._regular(flow)) - was_irregular
+            if self._ps:
+                self._push(flow, flow.remaining_bits)
+        self._update()
+
     def rbs_in_use(self) -> float:
         """RBs the flows hold now (the reserved constant load not included)."""
         if self._ps:
@@ -303,9 +335,12 @@ class FluidScheduler:
     # -- internals ----------------------------------------------------------------------
 
     def _regular(self, flow: Flow) -> bool:
-        """Whether processor sharing can serve ``flow``: its cap never binds and it has
-        no diversity gain."""
-        return flow.diversity is None and flow.rb_cap >= self.n_rb - self.reserved_rb
+        """Whether processor sharing can serve ``flow``: neither its cap nor its power
+        limit ever binds and it has no diversity gain."""
+        available = self.n_rb - self.reserved_rb
+        return (
+            flow.diversity is None and flow.rb_cap >= available and flow.power_limit_rb >= available
+        )
 
     def _ps_eligible(self) -> bool:
         return (
@@ -429,6 +464,11 @@ class FluidScheduler:
             rbs = [min(flows[0].rb_cap, available)]
         else:
             rbs = self._allocate([f.rb_cap for f in flows], available)
+            if self.policy == "proportional_fair" and any(
+                f.power_limit_rb < n for f, n in zip(flows, rbs, strict=True)
+            ):
+                rbs = self._fair_shares(flows, available)
+        per_rb = self._rates_per_rb(flows, rbs)
         competing = 1
         if self.policy == "proportional_fair":
             # Flows that compete for each RB: how many times over the caps cover the band.
@@ -438,10 +478,10 @@ class FluidScheduler:
         on_change = self.on_change
         used = used_fl = total_rate = 0.0
         best_dt = math.inf
-        for flow, n in zip(flows, rbs, strict=True):
+        for flow, n, rate_per_rb in zip(flows, rbs, per_rb, strict=True):
             if on_change is not None and n != flow.rbs:
                 on_change(flow, n)
-            rate = n * flow.rate_per_rb_bps
+            rate = n * rate_per_rb
             if flow.diversity is not None:
                 rate *= flow.diversity(competing)
             flow.rbs = n
@@ -458,6 +498,31 @@ class FluidScheduler:
                     best_dt = dt
         self._used_rb, self._used_rb_fl, self._rate_bps = used, used_fl, total_rate
         return best_dt
+
+    def _rates_per_rb(self, flows: list[Flow], rbs: Sequence[float]) -> list[float]:
+        """Each flow's rate per RB on ``rbs``: ``rate_per_rb_bps`` up to its power limit,
+        the radio's ``limited_rates`` beyond (one vectorised call for them all)."""
+        per_rb = [f.rate_per_rb_bps for f in flows]
+        beyond = [
+            i for i, (f, n) in enumerate(zip(flows, rbs, strict=True)) if n > f.power_limit_rb
+        ]
+        if beyond and self.limited_rates is not None:
+            ratio = np.array([rbs[i] / flows[i].power_limit_rb for i in beyond])
+            rates = self.limited_rates([flows[i] for i in beyond], 10.0 * np.log10(ratio))
+            for i, rate in zip(beyond, rates.tolist(), strict=True):
+                per_rb[i] = rate
+        return per_rb
+
+    def _fair_shares(self, flows: list[Flow], available: float) -> list[float]:
+        """Proportional fair shares when power limits bind (:mod:`netfl.radio.fair_share`):
+        ``g``, a flow's SINR with its whole power on one RB, is its SINR per RB at the
+        limit times ``M*``."""
+        limits = np.array([f.power_limit_rb for f in flows])
+        sinr_db = np.array([f.sinr_db for f in flows])
+        with np.errstate(invalid="ignore"):
+            g = np.where(np.isfinite(limits), np.power(10.0, sinr_db / 10.0) * limits, np.inf)
+        caps = np.array([f.rb_cap for f in flows])
+        return allocate_proportional_fair(caps, available, limits, g).tolist()
 
     def _release(self, flow: Flow) -> None:
         if self.on_change is not None and flow.rbs > 0:

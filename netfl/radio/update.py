@@ -129,13 +129,20 @@ class RadioUpdate:
         else:
             rate = system.rate_per_rb(direction, sinr)
         rate = rate * table.scale[slots]
-        moved = np.flatnonzero(rate != table.rate[slots])
+        changed = rate != table.rate[slots]
+        if system.open_loop and direction == "ul":
+            # Beyond its power limit a flow's rate follows its SINR, whatever its rate at
+            # the full power per RB does (the MCS staircase may hold that one still).
+            changed |= sinr != table.sinr_db[slots]
+        moved = np.flatnonzero(changed)
         if not len(moved):
             return
+        table.sinr_db[slots[moved]] = sinr[moved]
         by_cell: dict[int, list[tuple[Flow, float, Any]]] = defaultdict(list)
         for i in moved.tolist():
             flow = table.flows[slots[i]]
             assert flow is not None
+            flow.sinr_db = float(sinr[i])
             diversity = flow.diversity
             if diversity is not None:
                 diversity = system.diversity(direction, float(sinr[i]))
