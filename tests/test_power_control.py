@@ -164,10 +164,10 @@ def test_proportional_fair_without_a_binding_limit_is_equal_sharing():
     assert [f.rbs for f in flows] == pytest.approx([50 / 3] * 3)
 
 
-def test_a_flow_whose_limit_could_bind_is_served_by_the_general_pass():
-    """Processor sharing assumes rates linear in a share that may grow to the band: a flow
-    with a power limit below the band leaves it while in flight (its rate linear while its
-    share is within the limit), and the scheduler goes back once it has left."""
+def test_processor_sharing_holds_while_every_share_is_within_its_power_limit():
+    """Processor sharing needs rates linear in the common share: a lone flow beyond its
+    limit sends the scheduler to the general pass, a second flow that halves the share
+    within the limit brings it back, and the same event times follow either way."""
     env = simpy.Environment()
     scheduler = FluidScheduler(env, 50.0, "equal")
     scheduler.limited_rates = _shannon
@@ -177,12 +177,47 @@ def test_a_flow_whose_limit_could_bind_is_served_by_the_general_pass():
     assert not scheduler._ps
     assert limited.rate_bps == pytest.approx(_rate(50, 2.0, 30.0))
     other = _flow(1.0)
-    scheduler.open(other)  # 25 RBs each: within its limit, its rate linear again
+    scheduler.open(other)  # 25 RBs each: within its limit, every rate linear
     env.run(until=2e-6)
+    assert scheduler._ps
     assert limited.rate_bps == pytest.approx(25 * limited.rate_per_rb_bps)
+    scheduler.close(other)  # alone again: beyond its limit
     assert not scheduler._ps
-    scheduler.close(limited)
-    assert scheduler._ps and other.rate_bps == pytest.approx(50 * other.rate_per_rb_bps)
+    assert limited.rate_bps == pytest.approx(_rate(50, 2.0, 30.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    flows=st.lists(
+        st.tuples(st.floats(1e5, 5e6), st.floats(0.0, 2.0), st.floats(2.0, 80.0)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_event_times_do_not_depend_on_the_path_that_serves_the_flows(flows):
+    """The same arrivals with power limits, served with processor sharing allowed and with
+    the general pass forced (an RB log keeps it there): the same completion times."""
+    ends = []
+    for forced in (False, True):
+        env = simpy.Environment()
+        scheduler = FluidScheduler(env, 50.0, "equal")
+        scheduler.limited_rates = _shannon
+        if forced:
+            scheduler.on_change = lambda flow, n: None
+        made = []
+
+        def send(bits, delay, limit, env=env, scheduler=scheduler, made=made):
+            yield env.timeout(delay)
+            flow = _flow(3.0, limit)
+            flow.bits = flow.remaining_bits = bits
+            made.append(flow)
+            yield scheduler.open(flow)
+
+        for bits, delay, limit in flows:
+            env.process(send(bits, delay, limit))
+        env.run()
+        ends.append(sorted(f.end_s for f in made))
+    assert ends[0] == pytest.approx(ends[1], rel=1e-9, abs=1e-12)
 
 
 flow_sets = st.lists(
@@ -306,7 +341,9 @@ def test_the_straggler_of_a_shared_band_gets_its_power_back():
     assert sinr["open_loop"][1] == pytest.approx(
         float(network.system.rate_per_rb(UL, np.array(fixed_sinr + 23 - 10 - 6.0103)))
     )
-    assert sinr["open_loop"][1] > 2 * sinr["fixed_per_rb"][1]
+    # The worst of the five sits at 2.7 dB with 6 dBm per RB: 2.3x the rate (docs/radio.md).
+    assert fixed_sinr == pytest.approx(2.74, abs=0.01)
+    assert sinr["open_loop"][1] / sinr["fixed_per_rb"][1] == pytest.approx(2.30, abs=0.01)
 
 
 MULTI = {"sites": 7, "sectors": 1, "inter_site_distance_m": 200.0, "indoor_fraction": 0.0}

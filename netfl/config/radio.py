@@ -651,7 +651,10 @@ class NrRadioConfig(LteRadioConfig):
         default_factory=NrCqiConfig, description="SINR -> rate mapping."
     )
     ue_tx_power_dbm: PowerDbm = Field(
-        default=23.0, description="Device maximum transmit power, dBm (power class 3)."
+        default=23.0,
+        description="Device transmit power, dBm (power class 3), spread over"
+        " uplink.tx_power_rbs under uplink_power_control.mode fixed_per_rb (open loop: the"
+        " device's maximum is uplink_power_control.p_cmax_dbm).",
     )
     bs_tx_power_dbm_per_mhz: Decibels = Field(
         default=round(BS_TX_POWER_DBM_PER_MHZ, 2),

@@ -112,14 +112,13 @@ class CellScheduler(FluidScheduler):
 
     def full_power_rbs(self) -> tuple[list[int], list[float]]:
         """The links in flight (their table slots) and the RBs each transmits at its full
-        power per RB: ``min(M_u, M*_u)``."""
-        slots, rbs = [], []
-        for flow in self._active.values():
-            link = flow.link
-            if link is not None and link.slot >= 0:
-                slots.append(link.slot)
-                rbs.append(min(flow.rbs, flow.power_limit_rb))
-        return slots, rbs
+        power per RB: ``min(M_u, M*_u)`` (the general pass: ``_rbs`` is each flow's)."""
+        pairs = [
+            (f.link.slot, min(f._rbs, f.power_limit_rb))
+            for f in self._active.values()
+            if f.link is not None and f.link.slot >= 0
+        ]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 class Cells:
@@ -151,12 +150,14 @@ class Cells:
         #: ``sum_u min(M_u, M*_u) P_u g_u,:`` of cells whose shares differ (``ul_unequal``).
         self.ul_full_power_mw = np.zeros((n_cells, n_cells))
         self.ul_unequal = np.zeros(n_cells, dtype=bool)
+        self._ul_last: list[tuple[list[int], list[float]] | None] = [None] * n_cells
         self.n_rb_ul = float(n_rb[UL])
-        #: The uplink emission (onto each victim cell) of a cell's typical device: what the
-        #: reserved uplink constant load radiates per reserved RB (set by the build).
-        self.typical_ul_mw: np.ndarray | None = None
+        self._typical_ul_mw: np.ndarray | None = None
         self.links = {d: LinkTable(n_cells) for d in DIRECTIONS}
-        self._emission: np.ndarray | None = None
+        # E[j, :], kept row by row: the rows of the cells whose uplink state moved since the
+        # last read are retaken (one cell's events never touch the others' rows).
+        self._emission = np.zeros((n_cells, n_cells))
+        self._stale: set[int] = set(range(n_cells))
         for d in DIRECTIONS:
             if n_cells == 1:  # nothing to interfere with: the plain scheduler, no hooks
                 self.schedulers[d] = [FluidScheduler(env, n_rb[d], policies[d])]
@@ -167,6 +168,17 @@ class Cells:
                 ]
         for scheduler in self.schedulers[UL]:
             scheduler.limited_rates = ul_limited_rates
+
+    @property
+    def typical_ul_mw(self) -> np.ndarray | None:
+        """The uplink emission (onto each victim cell) of a cell's typical device: what the
+        reserved uplink constant load radiates per reserved RB (set by the build)."""
+        return self._typical_ul_mw
+
+    @typical_ul_mw.setter
+    def typical_ul_mw(self, value: np.ndarray | None) -> None:
+        self._typical_ul_mw = value
+        self._stale.update(range(self.n_cells))
 
     # -- state kept by the schedulers ---------------------------------------------------
 
@@ -182,7 +194,7 @@ class Cells:
             scheduler = self.schedulers[UL][link.cell]
             assert isinstance(scheduler, CellScheduler)
             self._ul_shares(scheduler, link.cell)  # its allocation came before its slot
-            self._emission = None
+            self._stale.add(link.cell)
         self._changed(link.direction, link.cell)
 
     def ended(self, flow: Flow) -> None:
@@ -195,7 +207,7 @@ class Cells:
                 self.ul_sum_mw[cell] = 0.0  # no rounding residue in an idle cell
             else:
                 self.ul_sum_mw[cell] -= table.emit_mw[link.slot]
-            self._emission = None
+            self._stale.add(cell)
         table.remove(flow)
         self._changed(link.direction, link.cell)
 
@@ -214,7 +226,8 @@ class Cells:
         if changed:
             self.occupancy[d][cell] = used
             self.reserved[d][cell] = reserved
-            self._emission = None
+            if d == UL:
+                self._stale.add(cell)
             self._changed(d, cell)
 
     def _ul_shares(self, scheduler: CellScheduler, cell: int) -> bool:
@@ -224,7 +237,11 @@ class Cells:
             moved = bool(self.ul_unequal[cell])
             self.ul_unequal[cell] = False
             return moved
-        slots, rbs = scheduler.full_power_rbs()
+        shares = scheduler.full_power_rbs()
+        if self.ul_unequal[cell] and shares == self._ul_last[cell]:
+            return False  # a rate moved, not a share (the links' powers move in follow)
+        self._ul_last[cell] = shares
+        slots, rbs = shares
         table = self.links[UL]
         total = np.asarray(rbs) @ table.emit_mw[slots] if slots else np.zeros(self.n_cells)
         moved = not self.ul_unequal[cell] or not np.array_equal(total, self.ul_full_power_mw[cell])
@@ -258,8 +275,14 @@ class Cells:
                 old = table.emit_mw[slots]
                 table.emit_mw[slots] = db_to_mw(power)[:, None] * new_mw
                 np.add.at(self.ul_sum_mw, cell, table.emit_mw[slots] - old)
-                self._emission = None
+                moved_cells = set(cell.tolist())
+                self._stale.update(moved_cells)
                 self._follow_limits(slots, power)
+                for c in moved_cells:  # their links' powers moved: retake the full-power sums
+                    self._ul_last[c] = None
+                    scheduler = self.schedulers[UL][c]
+                    assert isinstance(scheduler, CellScheduler)
+                    self._ul_shares(scheduler, c)
 
     def _follow_limits(self, slots: np.ndarray, power_db: np.ndarray) -> None:
         """Hand the moved uplinks' new power limits to their schedulers (which also
@@ -279,15 +302,19 @@ class Cells:
 
     def ul_emission_mw(self) -> np.ndarray:
         """``E[j, i]``: what cell ``j``'s uplink puts on one RB of cell ``i`` now."""
-        if self._emission is None:
-            share = self.occupancy[UL] / np.maximum(self.ul_count, 1)
-            emission = share[:, None] * self.ul_sum_mw
-            unequal = self.ul_unequal
+        stale = self._stale
+        if stale:
+            rows = np.fromiter(stale, dtype=np.int64, count=len(stale))
+            stale.clear()
+            share = self.occupancy[UL][rows] / np.maximum(self.ul_count[rows], 1)
+            emission = share[:, None] * self.ul_sum_mw[rows]
+            unequal = self.ul_unequal[rows]
             if unequal.any():
-                emission[unequal] = self.ul_full_power_mw[unequal] / self.n_rb_ul
-            if self.typical_ul_mw is not None:
-                emission = emission + self.reserved[UL][:, None] * self.typical_ul_mw
-            self._emission = emission
+                emission[unequal] = self.ul_full_power_mw[rows[unequal]] / self.n_rb_ul
+            typical = self._typical_ul_mw
+            if typical is not None:
+                emission += self.reserved[UL][rows][:, None] * typical[rows]
+            self._emission[rows] = emission
         return self._emission
 
     def interference_mw(self, direction: str, cells: np.ndarray, gain_mw: np.ndarray) -> np.ndarray:

@@ -58,7 +58,8 @@ if not np.all(np.diff(_LOG_PHI) > 0):  # pragma: no cover - a property of the fo
 
 def _phi_inverse(y: np.ndarray) -> np.ndarray:
     """``x`` with ``phi(x) = y`` (log-log interpolation; clipped to the grid's range)."""
-    return np.exp(np.interp(np.log(y), _LOG_PHI, _LOG_X))
+    with np.errstate(divide="ignore"):  # y = 0 (a flow at rate 0): the grid's smallest x
+        return np.exp(np.interp(np.log(y), _LOG_PHI, _LOG_X))
 
 
 def shares_at_level(
@@ -120,8 +121,9 @@ def allocate_proportional_fair(
     [39.39, 10.61]
     """
     caps = np.asarray(caps, dtype=float)
-    limits = np.asarray(limits, dtype=float)
     g = np.asarray(full_power_sinr, dtype=float)
+    # A flow at rate 0 (g = 0) has no elasticity to weigh: it takes the linear case's share.
+    limits = np.where(g > 0, np.asarray(limits, dtype=float), np.inf)
     if caps.sum() <= n_rb:
         return caps.copy()
     low = n_rb / len(caps)  # every share is at most L: the sum is at most n_rb

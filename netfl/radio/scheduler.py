@@ -112,6 +112,8 @@ class Flow:
     link: Any = None
     power_limit_rb: float = math.inf
     sinr_db: float = math.nan
+    #: The last rate per RB beyond the limit: (sinr_db, rbs, rate), reused while both hold.
+    limited: tuple[float, float, float] | None = field(default=None, repr=False)
     remaining_bits: float = field(init=False)
     start_s: float = math.nan
     end_s: float = math.nan
@@ -232,6 +234,10 @@ class FluidScheduler:
         self._sum_rate_per_rb = 0.0
         self._n_fl = 0
         self._irregular = 0
+        # The active flows' power limits (finite ones), the smallest on top of a heap
+        # (entries of flows gone or re-limited are dropped when they surface).
+        self._limit_of: dict[int, float] = {}
+        self._limits: list[tuple[float, int]] = []
 
     @property
     def active(self) -> list[Flow]:
@@ -265,6 +271,7 @@ class FluidScheduler:
         self._sum_rate_per_rb += flow.rate_per_rb_bps
         self._n_fl += flow.fl
         self._irregular += not self._regular(flow)
+        self._track_limit(flow)
         if self._ps:
             self._push(flow, flow.remaining_bits)
         self._update()
@@ -309,13 +316,8 @@ class FluidScheduler:
         for flow, limit_rb in changes:
             if self._active.get(flow.id) is not flow:
                 continue
-            if self._ps:
-                flow.remaining_bits = self._remaining_ps(flow)
-            was_irregular = not self._regular(flow)
             flow.power_limit_rb = limit_rb
-            self._irregular += (not self._regular(flow)) - was_irregular
-            if self._ps:
-                self._push(flow, flow.remaining_bits)
+            self._track_limit(flow)
         self._update()
 
     def rbs_in_use(self) -> float:
@@ -335,19 +337,35 @@ class FluidScheduler:
     # -- internals ----------------------------------------------------------------------
 
     def _regular(self, flow: Flow) -> bool:
-        """Whether processor sharing can serve ``flow``: neither its cap nor its power
-        limit ever binds and it has no diversity gain."""
-        available = self.n_rb - self.reserved_rb
-        return (
-            flow.diversity is None and flow.rb_cap >= available and flow.power_limit_rb >= available
-        )
+        """Whether processor sharing can serve ``flow`` whatever the others do: its cap
+        never binds and it has no diversity gain (its power limit: :meth:`_ps_eligible`)."""
+        return flow.diversity is None and flow.rb_cap >= self.n_rb - self.reserved_rb
+
+    def _track_limit(self, flow: Flow) -> None:
+        if math.isfinite(flow.power_limit_rb):
+            self._limit_of[flow.id] = flow.power_limit_rb
+            heapq.heappush(self._limits, (flow.power_limit_rb, flow.id))
+        else:
+            self._limit_of.pop(flow.id, None)
+
+    def _smallest_limit(self) -> float:
+        limits, limit_of = self._limits, self._limit_of
+        while limits and limit_of.get(limits[0][1]) != limits[0][0]:
+            heapq.heappop(limits)
+        return limits[0][0] if limits else math.inf
 
     def _ps_eligible(self) -> bool:
+        """Processor sharing serves the flows while every rate is linear in the common
+        share: no cap binds, no diversity gain, and the share is within every power limit
+        (re-checked at each event: a departure that raises the share past a limit sends
+        the scheduler to the general pass)."""
+        available = self.n_rb - self.reserved_rb
         return (
             self._ps_policy
             and self.on_change is None
             and self._irregular == 0
-            and self.n_rb - self.reserved_rb > 0
+            and available > 0
+            and (not self._limit_of or self._smallest_limit() >= available / len(self._active))
         )
 
     def _share(self) -> float:
@@ -366,6 +384,7 @@ class FluidScheduler:
         self._sum_rate_per_rb -= flow.rate_per_rb_bps
         self._n_fl -= flow.fl
         self._irregular -= not self._regular(flow)
+        self._limit_of.pop(flow.id, None)
         if self._ps:
             flow.remaining_bits = self._remaining_ps(flow)
             self._tags.pop(flow.id, None)  # its heap entry is dropped when it surfaces
@@ -397,9 +416,9 @@ class FluidScheduler:
         self.rb_seconds_fl += self._used_rb_fl * dt
         self.bits_delivered += self._rate_bps * dt
         # The timer never lets a flow overshoot by more than rounding; completion settles
-        # the remainder exactly (see _on_timer).
+        # the remainder exactly (see _on_timer). The general pass: each flow's own rate.
         for flow in self._active.values():
-            flow.remaining_bits -= flow.rate_bps * dt
+            flow.remaining_bits -= flow._rate_bps * dt
 
     def _update(self) -> None:
         eligible = self._ps_eligible()
@@ -479,13 +498,13 @@ class FluidScheduler:
         used = used_fl = total_rate = 0.0
         best_dt = math.inf
         for flow, n, rate_per_rb in zip(flows, rbs, per_rb, strict=True):
-            if on_change is not None and n != flow.rbs:
+            if on_change is not None and n != flow._rbs:
                 on_change(flow, n)
             rate = n * rate_per_rb
             if flow.diversity is not None:
                 rate *= flow.diversity(competing)
-            flow.rbs = n
-            flow.rate_bps = rate
+            flow._rbs = n  # the general pass: not shared (no properties)
+            flow._rate_bps = rate
             used += n
             total_rate += rate
             if flow.fl:
@@ -501,16 +520,25 @@ class FluidScheduler:
 
     def _rates_per_rb(self, flows: list[Flow], rbs: Sequence[float]) -> list[float]:
         """Each flow's rate per RB on ``rbs``: ``rate_per_rb_bps`` up to its power limit,
-        the radio's ``limited_rates`` beyond (one vectorised call for them all)."""
+        the radio's ``limited_rates`` beyond (one vectorised call for those whose SINR or
+        RBs moved since their last: a flow keeps its last, :attr:`Flow.limited`)."""
         per_rb = [f.rate_per_rb_bps for f in flows]
-        beyond = [
-            i for i, (f, n) in enumerate(zip(flows, rbs, strict=True)) if n > f.power_limit_rb
-        ]
-        if beyond and self.limited_rates is not None:
-            ratio = np.array([rbs[i] / flows[i].power_limit_rb for i in beyond])
-            rates = self.limited_rates([flows[i] for i in beyond], 10.0 * np.log10(ratio))
-            for i, rate in zip(beyond, rates.tolist(), strict=True):
+        if self.limited_rates is None:
+            return per_rb
+        missing = []
+        for i, (flow, n) in enumerate(zip(flows, rbs, strict=True)):
+            if n > flow.power_limit_rb:
+                last = flow.limited
+                if last is not None and last[0] == flow.sinr_db and last[1] == n:
+                    per_rb[i] = last[2]
+                else:
+                    missing.append(i)
+        if missing:
+            ratio = np.array([rbs[i] / flows[i].power_limit_rb for i in missing])
+            rates = self.limited_rates([flows[i] for i in missing], 10.0 * np.log10(ratio))
+            for i, rate in zip(missing, rates.tolist(), strict=True):
                 per_rb[i] = rate
+                flows[i].limited = (flows[i].sinr_db, rbs[i], rate)
         return per_rb
 
     def _fair_shares(self, flows: list[Flow], available: float) -> list[float]:
@@ -577,7 +605,7 @@ class FluidScheduler:
         finished = []
         best_dt = math.inf
         for flow in self._active.values():
-            rate = flow.rate_bps
+            rate = flow._rate_bps  # the general pass: not shared
             if flow.remaining_bits <= rate * tolerance:
                 finished.append(flow)
             elif rate > 0:

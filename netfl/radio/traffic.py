@@ -338,7 +338,8 @@ def nominal_user_rates(
         if system.n_cells > 1:
             typical = typical_ul_emission_mw(system, rng)
             interference[:] = typical[:, cell].sum() - typical[cell, cell]
-        signal = system.ul_power_db(-own_db) + own_db
+        power = system.ul_power_db(-own_db)  # a file alone holds its full allocation:
+        signal = power - system.ul_full_drop_db(power) + own_db  # beyond the limit, less
     return np.asarray(
         system.rate_per_rb(direction, system.sinr_db(direction, signal, interference))
     )

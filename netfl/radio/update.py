@@ -138,16 +138,25 @@ class RadioUpdate:
         if not len(moved):
             return
         table.sinr_db[slots[moved]] = sinr[moved]
+        beyond: list[Flow] = []
         by_cell: dict[int, list[tuple[Flow, float, Any]]] = defaultdict(list)
         for i in moved.tolist():
             flow = table.flows[slots[i]]
             assert flow is not None
             flow.sinr_db = float(sinr[i])
+            if flow.rbs > flow.power_limit_rb:
+                beyond.append(flow)
             diversity = flow.diversity
             if diversity is not None:
                 diversity = system.diversity(direction, float(sinr[i]))
             by_cell[int(cells_of[i])].append((flow, float(rate[i]), diversity))
         table.rate[slots[moved]] = rate[moved]
+        if beyond:  # their rates beyond the power limit, in one call (Flow.limited)
+            rbs = np.array([f.rbs for f in beyond])
+            limits = np.array([f.power_limit_rb for f in beyond])
+            limited = system.limited_rates(beyond, 10.0 * np.log10(rbs / limits))
+            for flow, n, value in zip(beyond, rbs.tolist(), limited.tolist(), strict=True):
+                flow.limited = (flow.sinr_db, n, value)
         schedulers = self.cells.schedulers[direction]
         for cell, changes in by_cell.items():
             schedulers[cell].set_rates(changes)
