@@ -240,7 +240,8 @@ class LearningConfig(StrictModel):
         default=1,
         le=1024,
         description=(
-            "CPU threads for training (torch intra-op) and for numpy's BLAS during the run"
+            "CPU threads for training (torch intra-op, also on a GPU run for its host side)"
+            " and for numpy's BLAS during the run"
             " (strategies' linear algebra): 1 suits the small models netfl trains per client,"
             " where OpenMP workers spin-waiting on a shared CPU cost 10x (docs/benchmarks.md,"
             " 'CPU threads'); null keeps the libraries' defaults (all cores). At most 1,024:"

@@ -76,7 +76,9 @@ def build_learner(
     except RuntimeError as exc:
         raise ScenarioError.single("learning.device", str(exc)) from exc
     _warn_ignored(config, device)
-    if config.threads is not None and device.type == "cpu":
+    if config.threads is not None:
+        # On every device: a CUDA run's host side (plans, SimPy, strategies) also spins
+        # torch's intra-op threads, and N runs of a sweep share the host's cores.
         torch.set_num_threads(config.threads)
     aggregation = aggregation or AggregationConfig()
     aggregator = Aggregator(

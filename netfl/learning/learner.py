@@ -68,7 +68,10 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("learning.device is cuda but torch sees no CUDA device")
+        raise RuntimeError(
+            "cuda, but torch sees no CUDA device (a CPU-only torch build, or no GPU);"
+            " set auto or cpu"
+        )
     return torch.device(name)
 
 
