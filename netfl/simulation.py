@@ -108,6 +108,7 @@ def _summary(
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
         **_radio_summary(world),
         "device": str(getattr(world.learner, "device", "none")),
+        "training_path": getattr(world.learner, "training_path", None),
     }
 
 

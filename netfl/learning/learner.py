@@ -79,8 +79,16 @@ def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.d
     if config.backend == "sequential":
         return SequentialTrainer(model, device)
     from netfl.learning.batched import BatchedTrainer
+    from netfl.learning.capture import cuda_graph
 
-    return BatchedTrainer(model, device, config.max_parallel_clients, config.bf16)
+    on_gpu = device.type == "cuda"
+    return BatchedTrainer(
+        model,
+        device,
+        config.max_parallel_clients,
+        bf16=config.bf16 and on_gpu,
+        capture=cuda_graph if on_gpu and config.cuda_graphs else None,
+    )
 
 
 class TorchLearner:
@@ -126,6 +134,12 @@ class TorchLearner:
     @property
     def n_samples(self) -> np.ndarray:
         return self._n_samples
+
+    @property
+    def training_path(self) -> str:
+        """Which loop trained (summary.json): ``sequential``, or the batched trainer's
+        :attr:`~netfl.learning.batched.BatchedTrainer.path`."""
+        return str(getattr(self.trainer, "path", "sequential"))
 
     @property
     def update_samples(self) -> np.ndarray:
