@@ -10,7 +10,15 @@ Backends:
 - ``sequential``: the reference, one ``nn.Module`` + ``torch.optim.SGD`` per client;
 - ``batched``: what ``learning.backend: batched`` runs (on CPU, models with convolutions
   fall back to the sequential loop; see netfl/learning/batched.py);
-- ``batched-vmap``: the vectorised path forced, also for convolutions on CPU.
+- ``batched-vmap``: the vectorised path forced, also for convolutions on CPU;
+- ``batched-graph``: the vectorised path with the chunk's step captured as a CUDA graph
+  and replayed (``learning.cuda_graphs``, the default on a GPU; on CPU the same static
+  step runs without a graph, which shows its cost there).
+
+``--bf16`` applies bf16 autocast to the batched backends (on CPU, CPU autocast). The
+``% of peak`` column compares with the dense peak of the card named in the first line
+(:data:`PEAK_TFLOPS`): bf16 with ``--bf16``, else plain fp32 (convolutions may run in
+TF32 on tensor cores, torch's default for cuDNN, so fp32 rows can exceed 100%).
 
 Usage::
 
@@ -31,6 +39,7 @@ from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from netfl.learning.batched import BatchedTrainer
+from netfl.learning.capture import cuda_graph, no_graph
 from netfl.learning.models import digits_mlp, fedcs_cifar_cnn, rbcsf_fmnist_cnn
 from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
 
@@ -40,8 +49,16 @@ MODELS = {
     "rbcsf_fmnist_cnn": (rbcsf_fmnist_cnn, (1, 28, 28), 100, 50),
     "fedcs_cifar_cnn": (fedcs_cifar_cnn, (3, 32, 32), 50, 50),
 }
-#: Dense peak TFLOP/s by device-name fragment: (bf16 tensor, fp32 non-tensor), SXM parts.
-PEAK_TFLOPS = {"H100": (989.0, 67.0), "H200": (989.0, 67.0), "A100": (312.0, 19.5)}
+#: Dense peak TFLOP/s by device-name fragment, first match: (bf16 tensor, fp32 non-tensor).
+#: NVIDIA's datasheets: H100 SXM 989 / 67, H100 PCIe 756 / 51, H100 NVL 835 / 60, H200 (SXM)
+#: 989 / 67, A100 312 / 19.5 (the bf16 figures without sparsity).
+PEAK_TFLOPS = {
+    "H100 PCIe": (756.0, 51.0),
+    "H100 NVL": (835.0, 60.0),
+    "H100": (989.0, 67.0),
+    "H200": (989.0, 67.0),
+    "A100": (312.0, 19.5),
+}
 
 
 @dataclass
@@ -71,8 +88,13 @@ def flops_per_sample(model: torch.nn.Module, shape: tuple[int, ...], batch: int,
 def trainer_for(backend: str, model, device, chunk: int | None, bf16: bool) -> Trainer:
     if backend == "sequential":
         return SequentialTrainer(model, device)
-    vectorize = True if backend == "batched-vmap" else None
-    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=vectorize)
+    vectorize = True if backend in ("batched-vmap", "batched-graph") else None
+    capture = None
+    if backend == "batched-graph":
+        capture = cuda_graph if device.type == "cuda" else no_graph
+    return BatchedTrainer(
+        model, device, chunk, bf16, vectorize_convolutions=vectorize, capture=capture
+    )
 
 
 def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device, repeats):
@@ -173,7 +195,12 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--clients", nargs="+", type=int, default=[10, 50, 100])
-    parser.add_argument("--backends", nargs="+", default=["sequential", "batched", "batched-vmap"])
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=["sequential", "batched", "batched-vmap"],
+        choices=["sequential", "batched", "batched-vmap", "batched-graph"],
+    )
     parser.add_argument("--samples", type=int, default=None, help="samples per client")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
