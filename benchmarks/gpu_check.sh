@@ -24,8 +24,9 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 #     -d .whl simpy==4.1.2 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 \
-#     typing-inspection==0.4.5
+#     typing-inspection==0.4.5 typing-extensions==4.16.0
 #
+# (2.8 MB; pydantic 2.14 needs typing-extensions >= 4.16, newer than the image may hold)
 # and carry .whl with the checkout. Without .whl/ the script uses what python3 has.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from netfl.learning.batched import BatchedTrainer
-from netfl.learning.check import check_model
 from netfl.learning.dropout import ClientDropout, client_key, mix32, set_draws
 from netfl.learning.trainer import SequentialTrainer
 from tests.test_learning_trainer import SGDS, SIZES, _data
@@ -149,6 +148,3 @@ def test_mix32_is_a_bijection_on_a_range():
     assert int(values.min()) >= 0 and int(values.max()) < 1 << 32
     assert len(torch.unique(values)) == 1 << 16
 
-
-def test_check_model_accepts_dropout_with_the_batched_backend():
-    check_model(dropout_mlp, (1, 8, 8), 3, backend="batched")
