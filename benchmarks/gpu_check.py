@@ -7,7 +7,7 @@ the CPU. Each step is a subprocess with its own time limit (the whole check stay
 printed last and written to ``OUT/gpu_check.md`` (and ``gpu_check.json``); the data and
 the run directories go to a temporary folder (``--work``).
 
-Steps, and the issue's goals they measure (docs/benchmarks.md, "GPU check"):
+Steps, and the issue's goals they measure (docs/benchmarks.md, "GPU (issue 32)"):
 
 1. ``pytest tests/test_gpu.py tests/test_threads.py``: batched and captured against the
    sequential trainer on cuda, bf16, dropout under vmap, a refused capture, the memory

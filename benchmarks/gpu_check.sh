@@ -10,7 +10,7 @@
 # bf16, `netfl simulate mab_cs_paper` for 100 rounds on CIFAR-shaped data it generates
 # (benchmarks/synthetic_cifar.py), and 8 seeds of it through `netfl sweep --jobs 8` against
 # one; it prints one markdown table (benchmarks/gpu_check.py says what each row measures,
-# docs/benchmarks.md "GPU check" the goals). Exit 1 if a step failed.
+# docs/benchmarks.md "GPU (issue 32)" the goals). Exit 1 if a step failed.
 #
 # What it needs. python3 with a CUDA build of torch and numpy, scipy, pandas, pyarrow,
 # pyyaml, rich, networkx, matplotlib, scikit-learn, threadpoolctl, statsmodels, pytest and

@@ -1,6 +1,6 @@
 """benchmarks/gpu_check.sh (issue 32 item 5): its dry run goes through every step on the CPU.
 
-The GPU check itself runs on a CUDA machine (docs/benchmarks.md, "GPU check"); here its
+The GPU check itself runs on a CUDA machine (docs/benchmarks.md, "GPU (issue 32)"); here its
 ``--dry-run`` (toy sizes, CPU) shows that each step starts, finishes and reports, so the
 script is ready when a GPU is at hand.
 """
