@@ -352,7 +352,10 @@ class BatchedTrainer:
         inputs = {name: weight for name in self.mask_names}
         inputs.update({name: keys for name in self.key_names})
         inputs.update({name: step for name in self.step_names})
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+        # No autocast weight cache: a captured step must recast on every replay.
+        with torch.autocast(
+            self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False
+        ):
             logits = self._forward(params, buffers, inputs, xb)
         n_clients, width = weight.shape
         per_sample = F.cross_entropy(
