@@ -141,9 +141,9 @@ def test_validate_states_the_gpu_memory(capsys):
 @pytest.mark.parametrize(
     ("overrides", "path"),
     [
-        ([], "batched, eager"),
         (["learning.backend=sequential"], "sequential"),
         (["learning.model=tests.test_learning_dropout:dropout_mlp"], "batched, eager"),
+        (["learning.model=tests.test_learning_dropout:dropout_cnn"], "batched, sequential loop"),
     ],
 )
 def test_the_summary_says_which_loop_trained(tmp_path, overrides, path):

@@ -35,18 +35,19 @@ def dropout_mlp(input_shape: tuple[int, ...] = (1, 8, 8), n_classes: int = 3) ->
     )
 
 
-def dropout_cnn() -> nn.Module:
+def dropout_cnn(input_shape: tuple[int, ...] = (1, 8, 8), n_classes: int = 3) -> nn.Module:
+    channels, height, width = input_shape
     return nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1),
+        nn.Conv2d(channels, 4, 3, padding=1),
         nn.ReLU(),
         nn.Dropout2d(0.25),
         nn.BatchNorm2d(4),
         nn.MaxPool2d(2),
         nn.Flatten(),
-        nn.Linear(64, 16),
+        nn.Linear(4 * (height // 2) * (width // 2), 16),
         nn.ReLU(),
         nn.Dropout(0.5),
-        nn.Linear(16, 3),
+        nn.Linear(16, n_classes),
     )
 
 
@@ -147,4 +148,3 @@ def test_mix32_is_a_bijection_on_a_range():
     values = mix32(torch.arange(1 << 16, dtype=torch.int64))
     assert int(values.min()) >= 0 and int(values.max()) < 1 << 32
     assert len(torch.unique(values)) == 1 << 16
-
