@@ -104,6 +104,22 @@ def _gated(input_shape, n_classes):
     return _Gated(math.prod(input_shape), n_classes)
 
 
+class _Positive(nn.Module):
+    """Keeps the positive inputs only: a shape that depends on the data."""
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(1, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        kept = x.flatten(1)[x.flatten(1) > 0]
+        return self.linear(kept.sum().view(1, 1)).expand(len(x), -1)
+
+
+def _data_dependent_shape(input_shape, n_classes):
+    return _Positive(n_classes)
+
+
 def _frozen(input_shape, n_classes):
     model = _mlp(input_shape, n_classes)
     model.requires_grad_(False)
@@ -120,6 +136,7 @@ def _frozen(input_shape, n_classes):
         (_numpy_init, "two builds under the same torch seed differ"),
         (_float64, "is torch.float64; netfl trains float32 parameters"),
         (_gated, "refuses data-dependent Python control flow and shapes"),
+        (_data_dependent_shape, "refuses data-dependent Python control flow and shapes"),
         (_frozen, "has no trainable parameters"),
     ],
 )
