@@ -23,7 +23,7 @@ cannot fit the GPU's free memory. The terms, in bytes:
 
 The allocator's cache holds more than the live tensors at the peak (fragmentation,
 blocks rounded up): the allocations are multiplied by :data:`ALLOCATOR_FACTOR`.
-tests/test_learning_gpu_memory.py checks the step's activation count against the batched
+tests/test_learning_device.py checks the step's activation count against the batched
 trainer's own saved tensors (CPU); tests/test_gpu.py the whole estimate against
 ``torch.cuda.max_memory_allocated`` on a GPU.
 """
