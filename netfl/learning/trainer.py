@@ -99,8 +99,9 @@ def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
     Momentum rho (torch.optim.SGD, no dampening): ||a||_1 = [tau - rho (1 - rho^tau) /
     (1 - rho)] / (1 - rho). Proximal term mu: ||a||_1 = [1 - (1 - lr mu)^tau] / (lr mu).
     Both: the impulse response of the scalar recursion (v <- rho v + g + mu x,
-    x <- x - lr v), summed in absolute value. Weight decay is left out, as in the authors'
-    code (github.com/JYWa/FedNova).
+    x <- x - lr v), summed in absolute value (so with lr mu > 1, where the proximal
+    form's terms alternate in sign, ||a||_1 = [1 - |1 - lr mu|^tau] / [1 - |1 - lr mu|]).
+    Weight decay is left out, as in the authors' code (github.com/JYWa/FedNova).
     """
     tau = np.asarray(steps, dtype=np.int64)
     rho, eta_mu = sgd.momentum, sgd.lr * sgd.prox_mu
@@ -109,7 +110,14 @@ def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
             return tau.astype(float)
         return (tau - rho * (1 - rho**tau) / (1 - rho)) / (1 - rho)
     if rho == 0:
-        return (1 - (1 - eta_mu) ** tau) / eta_mu
+        # |a_m| = |1 - lr mu|^m: the closed form above while lr mu <= 1; beyond, the terms
+        # alternate in sign (lr mu < 2) or grow (lr mu >= 2: the local step is unstable,
+        # and the norm overflows to inf, as the model does).
+        q = abs(1.0 - eta_mu)
+        if q == 1.0:
+            return tau.astype(float)
+        with np.errstate(over="ignore"):
+            return (1 - q**tau) / (1 - q)
     longest = int(tau.max(initial=0))
     reach = np.zeros(longest + 1)  # reach[m]: |a| of a gradient m steps before the end
     x, velocity, impulse = 0.0, 0.0, 1.0
