@@ -3,6 +3,7 @@ handovers, radio link failure, what strategies see and what a run writes."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -127,7 +128,7 @@ def test_a_moving_run_writes_handovers_positions_and_counters(tmp_path):
     import yaml
 
     data = _data({"model": "random_direction", "speed_mps": 15.0}, 12, shadowing=True)
-    data["fl"]["rounds"] = 4
+    data["fl"]["rounds"] = 12  # about 7 s: handovers come every ~10 s a device
     data["output"] = {"trajectory_every_s": 1.0}
     path = tmp_path / "mob.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -141,3 +142,57 @@ def test_a_moving_run_writes_handovers_positions_and_counters(tmp_path):
     positions = timeline[timeline["kind"] == "position"]
     assert positions["client"].nunique() == 12 and positions[["x_m", "y_m"]].notna().all().all()
     assert (handovers["cell"] != handovers["source_cell"]).all()
+    # A device walks 15 m/s at each radio update, but for steps refused at the layout's
+    # edge (no wrap-around here).
+    summary = json.loads((out / "summary.json").read_text())
+    walked = 15.0 * 0.1 * np.floor(summary["sim_time_s"] / 0.1 + 1e-9)
+    assert (clients["travelled_m"] <= walked + 1e-9).all()
+    assert clients["travelled_m"].median() == pytest.approx(walked)
+    # The report puts the fluid-flow rate of that distance beside the measured rate:
+    # 4 / (sqrt(3) pi R) crossings per metre on these omni cells.
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "report.html").read_text()
+    hours = summary["sim_time_s"] / 3600
+    reference = clients["travelled_m"].sum() * 4 / (math.sqrt(3) * math.pi * 115.47) / 12 / hours
+    assert f"fluid-flow reference {reference:.1f}" in page
+
+
+@pytest.mark.parametrize(
+    "radio, key, message",
+    [
+        (
+            {"update_interval_s": 0.25},
+            "radio.handover.measurement_period_s",
+            "shorter than radio.update_interval_s",
+        ),
+        (
+            {"handover": {"time_to_trigger_s": 0.1}},
+            "radio.handover.measurement_period_s",
+            "longer than time_to_trigger_s",
+        ),
+        ({"handover": {"measured_cells": 20}}, "radio.handover.measured_cells", "19 cells"),
+        ({"handover": {"measured_cells": 0}}, "radio.handover.measured_cells", "greater than"),
+    ],
+)
+def test_handover_measurements_the_device_cannot_make_are_refused(
+    tmp_path, capsys, radio, key, message
+):
+    """A measurement period shorter than the radio update or longer than the time-to-trigger
+    allows, and a measured-cell count of 0 or above the layout's 19 omni cells: one line
+    naming the key, exit 2 (8 on a smaller layout measures every cell: no refusal)."""
+    import yaml
+
+    data = _data({"model": "random_direction", "speed_mps": 5.0}, 4)
+    for name, value in radio.items():
+        data["radio"][name] = value
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    assert main(["simulate", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0] and message in err[0], err
+    assert not out.exists()
+    fine = _data({"model": "random_direction", "speed_mps": 5.0}, 4, handover={"measured_cells": 8})
+    fine["cell"]["sites"] = 7  # 7 cells: all measured
+    path.write_text(yaml.safe_dump(fine))
+    assert main(["validate", str(path)]) == 0

@@ -28,7 +28,14 @@ from pydantic import (
 from channel_models import lte, nr
 from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
-from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
+from netfl.config.base import (
+    Hertz,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+    StrictModel,
+)
 from netfl.config.dist import Distribution, Uniform
 from netfl.config.mobility import HandoverConfig
 
@@ -332,6 +339,12 @@ class LteRadioConfig(StrictModel):
     shadowing: bool = Field(
         default=True,
         description="Log-normal shadowing, drawn once per device (the model's sigma).",
+    )
+    shadowing_site_correlation: Probability = Field(
+        default=0.5,
+        description="Correlation of a device's shadowing between two sites (the sectors of a"
+        " site share it): 0.5 in the 3GPP system-level methodology, TR 36.814 Table"
+        " A.2.1.1-2; 0 draws every site independently (the 3GPP calibration presets).",
     )
     fast_fading: FastFading = Field(
         default="none",
