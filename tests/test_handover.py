@@ -456,5 +456,7 @@ def test_next_due_names_the_earliest_running_timer():
     assert hs.next_due_s() == np.inf
     hs.step(0.1, np.array([[-80.0, -70.0]]), np.array([GOOD_SINR]))
     assert hs.next_due_s() == pytest.approx(0.2)  # the next measurement counts on
-    hs.step(0.15, np.array([[-80.0, -70.0]]), np.array([-10.0]))
-    assert hs.next_due_s() == pytest.approx(0.15 + INDICATION_PERIOD_S)  # N310 = 1 frame
+    hs.step(0.15, np.array([[-80.0, -70.0]]), np.array([-10.0]))  # not a measurement
+    assert hs.next_due_s() == pytest.approx(0.2)
+    hs.step(0.2, np.array([[-80.0, -70.0]]), np.array([-10.0]))
+    assert hs.next_due_s() == pytest.approx(0.2 + INDICATION_PERIOD_S)  # N310 = 1 frame

@@ -26,11 +26,13 @@ period (``measurement_period_s``, 200 ms: TS 36.133 Sec. 8.1.2.2, TS 38.133 Tabl
    the triggered list restart for the new serving cell; T310 stops (TS 36.331 Sec. 5.3.11).
    A handover back to the cell the device left with its previous handover, within
    ``ping_pong_window_s`` of it, is a ping-pong (TR 36.839 Sec. 5.2.2).
-4. **Radio link failure** (TS 36.331 Sec. 5.3.11, TS 36.213 Sec. 4.2.1), at every update:
-   the physical layer gives one out-of-sync (SINR < Qout) or in-sync (SINR > Qin)
-   indication per 10 ms radio frame. The SINR is taken as constant between updates, so
-   indications are counted exactly: N310 consecutive out-of-sync start T310; N311
-   consecutive in-sync stop it; its expiry is a radio link failure at that exact time. The
+4. **Radio link failure** (TS 36.331 Sec. 5.3.11, TS 36.213 Sec. 4.2.1): the physical layer
+   gives one out-of-sync (SINR < Qout) or in-sync (SINR > Qin) indication per 10 ms radio
+   frame, from the downlink quality it evaluates over the last 200 ms (Qout) or 100 ms
+   (Qin) (TS 36.133 Sec. 7.6.2.1); netfl evaluates the SINR at each measurement period
+   and takes it as constant until the next, so indications are counted exactly: N310
+   consecutive out-of-sync start T310; N311 consecutive in-sync stop it; its expiry is a
+   radio link failure at that exact time. The
    device then drops its transfers (the caller's job), is detached for
    ``reestablishment_s``, and comes back on its strongest cell (by the RSRP of every cell
    at the update that finds it due), where it searches its measured cells anew.
@@ -161,6 +163,7 @@ class HandoverState:
         self.now_s: float | None = None
         nan = np.full(n_devices, np.nan)
         self.attached = np.ones(n_devices, dtype=bool)
+        self._all_attached = True
         self.back_at_s = nan.copy()
         self.interrupted_until_s = np.full(n_devices, -np.inf)
         self.previous_cell = np.full(n_devices, -1, dtype=np.int64)
@@ -191,46 +194,67 @@ class HandoverState:
 
     # --- the step ---------------------------------------------------------------------------
 
-    def step(self, t_s: float, rsrp: Rsrp | np.ndarray, sinr_db: np.ndarray) -> StepEvents:
+    def step(
+        self,
+        t_s: float,
+        rsrp: Rsrp | np.ndarray,
+        sinr_db: np.ndarray | Callable[[], np.ndarray],
+        searched: np.ndarray | None = None,
+    ) -> StepEvents:
         """Advance every device to ``t_s``, with its RSRP (an :data:`Rsrp` source, or a
-        ``(devices, cells)`` matrix, dBm) and downlink SINR (``(devices,)`` dB) at ``t_s``."""
+        ``(devices, cells)`` matrix, dBm) and downlink SINR (``(devices,)`` dB, or a
+        function giving it: asked at measurements only) at ``t_s``. ``searched``: the
+        devices a cell search looks at (those whose every cell's RSRP is new since the
+        last one; None: all)."""
         source = rsrp_of(rsrp) if isinstance(rsrp, np.ndarray) else rsrp
-        sinr = np.asarray(sinr_db, dtype=float)
         if self.now_s is not None and t_s < self.now_s - _EPS_S:
             raise ValueError(f"step at {t_s} s is before the previous one ({self.now_s} s)")
-        failures = self._radio_link(t_s)
-        reattached = self._reattach(t_s, source)
+        measuring = self.measured.due(t_s)
+        failures = self._radio_link(t_s) if measuring else _NO_LINK_EVENTS
+        reattached = self._reattach(t_s, source) if self._detached else _NO_LINK_EVENTS
         handovers = _NO_HANDOVERS
-        if self.measured.due(t_s):
-            self._measure(t_s, source)
+        if measuring:
+            self._measure(t_s, source, searched)
             handovers = self._execute(t_s)
+            sinr = sinr_db() if callable(sinr_db) else sinr_db
+            self._indications(t_s, np.asarray(sinr, dtype=float))
         elif self._waiting:
             handovers = self._execute(t_s)
-        self._indications(t_s, sinr)
         self.now_s = t_s
         return StepEvents(
             handovers, failures, reattached, self.serving.copy(), self.attached.copy()
         )
+
+    @property
+    def _detached(self) -> bool:
+        return not self._all_attached
+
+    def measurement_due(self, t_s: float) -> bool:
+        """Whether a step at ``t_s`` measures (its source must then have the measured
+        cells' RSRP current)."""
+        return self.measured.due(t_s)
 
     def search_due(self, t_s: float) -> bool:
         """Whether a step at ``t_s`` searches every cell (its source must then have every
         cell's RSRP current)."""
         return self.measured.search_due(t_s)
 
-    def _measure(self, t_s: float, rsrp: Rsrp) -> None:
+    def _measure(self, t_s: float, rsrp: Rsrp, searched: np.ndarray | None) -> None:
         everyone = np.arange(len(self.serving))
         if self.measured.search_due(t_s):
-            self._search(everyone, self._offsets(rsrp(everyone, None)))
+            rows = everyone if searched is None else searched
+            if len(rows):
+                self._search(rows, self._offsets(rsrp(rows, None)))
         cells = self.measured.cells
         filtered = self.measured.measure(t_s, rsrp(everyone, cells))
         self._event_a3(filtered, cells)
 
     def _search(self, rows: np.ndarray, level_db: np.ndarray) -> None:
         """A new measured set for ``rows``; the A3 registers follow the cells kept."""
-        kept, was = self.measured.search(rows, level_db, self.serving[rows])
+        changed, kept, was = self.measured.search(rows, level_db, self.serving[rows])
         for register in (self.entering, self.leaving, self.triggered):
-            old = np.take_along_axis(register[rows], was, axis=1)
-            register[rows] = np.where(kept, old, 0)
+            old = np.take_along_axis(register[changed], was, axis=1)
+            register[changed] = np.where(kept, old, 0)
         self._slot[rows] = self.measured.slot_of(rows, self.serving[rows])
 
     def _offsets(self, values: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
@@ -248,12 +272,13 @@ class HandoverState:
         margin[rows, self._slot] = -np.inf  # the serving cell is no neighbour
         if not self.attached.all():
             margin[~self.attached] = np.nan  # neither entering nor leaving
-        entering = margin > cfg.hysteresis_db
-        self.entering = np.where(entering, self.entering + 1, 0)
+        # A count goes on where its condition holds and restarts where it does not.
+        self.entering += 1
+        self.entering *= margin > cfg.hysteresis_db
         self.triggered |= self.entering > self.ttt_periods
-        leaving = self.triggered & (margin < -cfg.hysteresis_db)
-        self.leaving = np.where(leaving, self.leaving + 1, 0)
-        self.triggered &= ~(self.leaving > self.ttt_periods)
+        self.leaving += 1
+        self.leaving *= self.triggered & (margin < -cfg.hysteresis_db)
+        self.triggered &= self.leaving <= self.ttt_periods
 
     def _execute(self, t_s: float) -> Handovers:
         listed = self.triggered.any(axis=1)
@@ -310,6 +335,7 @@ class HandoverState:
         device = np.flatnonzero(fails)
         lost = self.serving[device]
         self.attached[device] = False
+        self._all_attached = self._all_attached and not len(device)
         self.back_at_s[device] = expiry[device] + cfg.reestablishment_s
         self.n_failures[device] += 1
         self._restart(device)
@@ -325,6 +351,7 @@ class HandoverState:
         cell = np.argmax(level, axis=1)
         self.serving[device] = cell
         self.attached[device] = True
+        self._all_attached = bool(self.attached.all())
         self.previous_cell[device] = -1
         self._search(device, level)
         t = self.back_at_s[device]

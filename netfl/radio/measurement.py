@@ -124,12 +124,13 @@ class MeasuredCells:
         return self.due(t_s) and self.searches.due(t_s)
 
     def search(
-        self, rows: np.ndarray | slice, rsrp_dbm: np.ndarray, serving: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, rows: np.ndarray, rsrp_dbm: np.ndarray, serving: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measure the serving cell and the ``count - 1`` strongest others of the devices
-        ``rows`` from now on (``rsrp_dbm``: theirs to every cell). Returns ``(kept,
-        was)``, ``(len(rows), count)``: whether each new slot's cell was measured before and
-        in which old slot, for the caller's other per-slot state; this keeps the filter."""
+        ``rows`` (ascending) from now on (``rsrp_dbm``: theirs to every cell). Returns
+        ``(changed, kept, was)``: the rows whose set changed and, for those, whether each
+        new slot's cell was measured before and in which old slot (``(len(changed),
+        count)``), for the caller's other per-slot state; the filter follows here."""
         level = np.array(rsrp_dbm, dtype=float)
         n = len(level)
         level[np.arange(n), serving] = np.inf  # always measured
@@ -137,12 +138,22 @@ class MeasuredCells:
             new = np.sort(np.argpartition(-level, self.count - 1, axis=1)[:, : self.count], 1)
         else:
             new = np.broadcast_to(np.arange(self.n_cells), (n, self.n_cells))
-        match = new[:, :, None] == self.cells[rows][:, None, :]
-        kept, was = match.any(axis=2), match.argmax(axis=2)
-        old = np.take_along_axis(self.filtered_dbm[rows], was, axis=1)
-        self.filtered_dbm[rows] = np.where(kept, old, np.nan)
-        self.cells[rows] = new
-        return kept, was
+        old = self.cells[rows]
+        moved = np.flatnonzero((new != old).any(axis=1))
+        changed, new, old = rows[moved], new[moved], old[moved]
+        # Rows ascending and cells ascending within rows: the keys row * cells + cell of
+        # the old sets are sorted, and a binary search finds each new cell among them.
+        base = np.arange(len(changed))[:, None] * self.n_cells
+        old_keys, new_keys = (old + base).ravel(), new + base
+        at = np.minimum(np.searchsorted(old_keys, new_keys), old_keys.size - 1)
+        kept = old_keys[at] == new_keys
+        was = at - np.arange(len(changed))[:, None] * self.count
+        previous = self.filtered_dbm[changed]
+        self.filtered_dbm[changed] = np.where(
+            kept, np.take_along_axis(previous, np.where(kept, was, 0), 1), np.nan
+        )
+        self.cells[changed] = new
+        return changed, kept, np.where(kept, was, 0)
 
     def measure(self, t_s: float, rsrp_dbm: np.ndarray) -> np.ndarray:
         """One measurement at ``t_s`` of every measured cell (``rsrp_dbm``: ``(devices,

@@ -180,6 +180,9 @@ class Motion:
         self.pending_m = np.zeros(len(self.rows))
         self.unsearched_m = np.zeros(len(self.rows))
         self.travelled_m = np.zeros(len(self.rows))
+        #: Each device's index among the moving ones (-1: static).
+        self._index = np.full(len(placement.xy_m), -1, dtype=np.int64)
+        self._index[self.rows] = np.arange(len(self.rows))
         #: The moving devices' coupling gains in mW, kept with ``gain_db`` (only _follow
         #: changes them): the handover's SINR needs all of them at every update, and
         #: converting all of them each tick made a moving run 1.09x slower (mobility_bench).
@@ -205,15 +208,26 @@ class Motion:
             everything = np.flatnonzero(self.unsearched_m >= self.step_m)
             self.unsearched_m[everything] = 0.0
             self.pending_m[everything] = 0.0
-        measured = np.flatnonzero(self.pending_m >= self.step_m)
+        if self.handover.measurement_due(now_s):
+            measured = np.flatnonzero(self.pending_m >= self.step_m)
+        else:  # between measurements, only the links in flight need their gains
+            measured = self._in_flight()
+            measured = measured[self.pending_m[measured] >= self.step_m]
         self.pending_m[measured] = 0.0
         links = self._links(everything, measured)
         if len(links):
             self._follow(links)
-        self._hand_over(now_s)
+        self._hand_over(now_s, everything)
         if self.sample_every_s is not None and now_s >= self._next_sample_s:
             self._sample(now_s)
             self._next_sample_s = now_s + self.sample_every_s
+
+    def _in_flight(self) -> np.ndarray:
+        """The moving devices (ascending indices among them) with a transfer in flight."""
+        flying = [t.device[t.slots()] for t in self.cells.links.values()]
+        devices = np.unique(np.concatenate(flying))
+        index = self._index[devices[devices >= 0]]
+        return index[index >= 0]
 
     def _links(self, everything: np.ndarray, measured: np.ndarray) -> Links:
         """The links to re-evaluate: every site of the devices ``everything``, the sites of
@@ -257,8 +271,8 @@ class Motion:
         )
         cells = site[:, None] * layout.sectors + np.arange(layout.sectors)
         devices, n_cells = self.network.devices, layout.n_cells
-        np.put(devices.gain_db, rows[:, None] * n_cells + cells, coupling)
-        np.put(self._gain_mw, device[:, None] * n_cells + cells, mw_of_db(coupling))
+        devices.gain_db.reshape(-1)[rows[:, None] * n_cells + cells] = coupling
+        self._gain_mw.reshape(-1)[device[:, None] * n_cells + cells] = mw_of_db(coupling)
         first = np.ones(len(device), dtype=bool)
         first[1:] = device[1:] != device[:-1]
         moved = rows[first]
@@ -266,15 +280,21 @@ class Motion:
         devices.ul_power_db[moved] = system.ul_power_db(-devices.gain_db[moved, serving])
         self.cells.follow(moved, devices.gain_db, devices.ul_power_db)
 
-    def _hand_over(self, now_s: float) -> None:
+    def _hand_over(self, now_s: float, searched: np.ndarray) -> None:
+        """The handover step, with the RSRP the devices measure (``searched``: those with
+        every cell's gain new since the last search; the others' sets would not change)."""
         gain_db = self.network.devices.gain_db[self._block]
         power_db = self.system.dl_power_db
 
         def rsrp(devices: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
-            gains = gain_db if len(devices) == len(gain_db) else gain_db[devices]
-            return power_db + (gains if cells is None else np.take_along_axis(gains, cells, 1))
+            if cells is None:
+                return power_db + gain_db[devices]
+            flat = cells + devices[:, None] * gain_db.shape[1]
+            return power_db + gain_db.reshape(-1)[flat]
 
-        events = self.handover.step(now_s, rsrp, self._dl_sinr_db(gain_db))
+        events = self.handover.step(
+            now_s, rsrp, lambda: self._dl_sinr_db(gain_db), searched=searched
+        )
         self._apply(events)
 
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:

@@ -150,10 +150,10 @@ class _PathProcess:
         """The ``devices`` moved ``moved_m`` further (m, >= 0; inf: far away, so their
         next values are drawn afresh). Nothing is drawn."""
         moved = np.asarray(moved_m, dtype=float)
-        if not (moved >= 0).all():  # NaN too
+        if moved.size and not moved.min() >= 0:  # NaN too
             raise ValueError("moved_m must be >= 0 (inf draws afresh)")
-        far = np.isinf(moved)
-        if far.any():
+        if moved.size and moved.max() == np.inf:
+            far = np.isinf(moved)
             rows = np.arange(len(self.odometer_m))[devices][far]
             self.at_m[rows] = -np.inf
             moved = np.where(far, 0.0, moved)
@@ -180,7 +180,7 @@ class _PathProcess:
         rho = self._rho(pending, self.d_cor_m.reshape(-1)[flat])
         innovation = self.rng.standard_normal(len(flat), dtype=self.dtype)
         z[flat] = rho * z[flat] + np.sqrt(1.0 - rho * rho) * innovation
-        at[flat] = self._reached(pending, odometer, at[flat])
+        at[flat] = self._reached(pending, odometer, at[flat]) if self.min_step_m else odometer
 
     def _rows(self, rows: np.ndarray | slice) -> None:
         odometer = self.odometer_m[rows, None]
