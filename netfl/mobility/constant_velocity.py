@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from netfl.map.layout import Layout
-from netfl.mobility.area import fold_with_shift
+from netfl.mobility.area import LineFold
 from netfl.mobility.base import Mobility, Step, check_dt
 
 EdgeRule = Literal["reenter", "reverse", "wrap"]
@@ -63,19 +63,21 @@ class ConstantVelocityModel(Mobility):
         self.s = np.asarray(s_m, dtype=float).copy()
         self.speed = np.asarray(speed_mps, dtype=float)
         self.sign = np.asarray(sign, dtype=float).copy()
-        self._shift: np.ndarray | None = None  # each vehicle's last fold (fold_with_shift)
-        self.xy_m = self._positions()
+        self._fold: LineFold | None = None
+        if at_edge == "wrap":
+            self._fold = LineFold(layout, self._line(), self.sign[:, None] * self.u[None, :])
+        self.xy_m = self._positions(np.zeros(len(self.s)))
 
     @property
     def speed_mps(self) -> np.ndarray:
         return self.speed
 
-    def _positions(self) -> np.ndarray:
-        xy = self.start[None, :] + self.s[:, None] * self.u[None, :]
-        if self.at_edge != "wrap":
-            return xy
-        xy, self._shift = fold_with_shift(self.layout, xy, self._shift)
-        return xy
+    def _line(self) -> np.ndarray:
+        return self.start[None, :] + self.s[:, None] * self.u[None, :]
+
+    def _positions(self, travelled_m: np.ndarray) -> np.ndarray:
+        xy = self._line()
+        return xy if self._fold is None else self._fold.fold(xy, travelled_m)
 
     def advance(self, dt_s: float) -> Step:
         dt_s = check_dt(dt_s)
@@ -99,5 +101,5 @@ class ConstantVelocityModel(Mobility):
             self.sign *= np.where(np.mod(turns, 2) == 1, -1.0, 1.0)
             moved = np.abs(s - self.s)
         self.s = s
-        self.xy_m = self._positions()
+        self.xy_m = self._positions(travelled)
         return Step(self.xy_m, moved)
