@@ -106,7 +106,7 @@ class Links:
     def __len__(self) -> int:
         return len(self.flat)
 
-    def subset(self, where: np.ndarray) -> Links:
+    def subset(self, where: np.ndarray | slice) -> Links:
         return Links(self.flat[where], self.device[where], self.sites)
 
 
