@@ -196,3 +196,28 @@ def test_handover_measurements_the_device_cannot_make_are_refused(
     fine["cell"]["sites"] = 7  # 7 cells: all measured
     path.write_text(yaml.safe_dump(fine))
     assert main(["validate", str(path)]) == 0
+
+
+def test_every_moving_device_measures_its_serving_cell_and_the_strongest_from_the_start():
+    """After the first radio update each moving device measures 8 distinct cells, its
+    serving cell and the 7 strongest others by its gains, the slow walkers (which have not
+    yet moved a channel step) as well as the fast."""
+    data = _data({"model": "random_direction", "speed_mps": 0.5}, 20)
+    data["devices"]["groups"].append(
+        group(
+            "fast",
+            20,
+            compute_sps=100.0,
+            n_samples=50,
+            mobility={"model": "random_direction", "speed_mps": 20.0},
+        )
+    )
+    env, network, _, _ = _network(data)
+    env.run(until=0.15)
+    handover = network.motion.handover
+    gains = network.devices.gain_db
+    for i, cells in enumerate(handover.measured_cells.tolist()):
+        serving = int(network.devices.serving[i])
+        others = np.delete(np.arange(gains.shape[1]), serving)
+        strongest = others[np.argsort(-gains[i, others])[:7]]
+        assert len(set(cells)) == 8 and set(cells) == {serving, *strongest.tolist()}

@@ -242,7 +242,8 @@ class HandoverState:
     def _measure(self, t_s: float, rsrp: Rsrp, searched: np.ndarray | None) -> None:
         everyone = np.arange(len(self.serving))
         if self.measured.search_due(t_s):
-            rows = everyone if searched is None else searched
+            first = self.measured.searches.t0_s is None  # every device needs a first set
+            rows = everyone if searched is None or first else searched
             if len(rows):
                 self._search(rows, self._offsets(rsrp(rows, None)))
         cells = self.measured.cells
