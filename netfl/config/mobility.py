@@ -383,6 +383,7 @@ class HandoverConfig(StrictModel):
     measured_cells: int = Field(
         default=MEASURED_CELLS_MINIMUM,
         ge=1,
+        le=57,  # the largest layout's cells (19 sites x 3 sectors); checked against the layout
         description="Cells a moving device measures for handover, its serving cell among them:"
         " the strongest after each cell search (every 0.8 s, TS 36.133's T_identify_intra);"
         " TS 36.133 Sec. 8.1.2.2 asks for at least 8 per carrier. At most the layout's cells"
