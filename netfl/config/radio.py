@@ -390,9 +390,11 @@ class LteRadioConfig(StrictModel):
     )
     channel_step_m: NonNegativeFloat = Field(
         default=1.0,
-        description="A moving device's channel (LOS state, shadowing, gains to every cell)"
-        " is re-evaluated once it has moved this far since the last time, m; its position"
-        " advances at every radio update regardless (0: at every update). docs/mobility.md.",
+        description="A moving device's channel (LOS state, shadowing, gains to the cells it"
+        " measures; to every cell at a cell search) is re-evaluated at the first handover"
+        " measurement after it has moved this far since the last time, m; its position"
+        " advances at every radio update regardless (0: at every measurement)."
+        " docs/mobility.md.",
     )
     handover: HandoverConfig = Field(
         default_factory=HandoverConfig,

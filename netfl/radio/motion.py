@@ -5,9 +5,12 @@ When some device group moves (``devices.groups.N.mobility``), the radio update
 :meth:`Motion.step`, one vectorised pass over all devices (no SimPy process per device):
 
 1. **positions** advance (:mod:`netfl.mobility`: every group's model, its own stream);
-2. **channels follow**: once a device has moved ``radio.channel_step_m``, the (device,
-   site) links of the cells it measures for handover (:mod:`netfl.radio.measurement`: its
-   serving cell and the strongest others) are re-evaluated at its new place: their LOS
+2. **channels follow**, at each handover measurement (every ``measurement_period_s``):
+   once a device has moved ``radio.channel_step_m``, the (device, site) links of the cells
+   it measures (:mod:`netfl.radio.measurement`: its serving cell and the strongest others)
+   are re-evaluated at its new place (between measurements a device's channel stays as it
+   was, its position moves on, and the links in flight still follow the interference at
+   every update): their LOS
    state and shadowing move along its path (:mod:`netfl.radio.shadowing`: spatially
    consistent LOS, AR(1) shadowing with the TR 38.901 Table 7.5-6 decorrelation distances,
    correlated between sites; a link whose LOS state flips draws a new shadowing) and their
@@ -47,7 +50,7 @@ from netfl.mobility.build import Population, build_mobility
 from netfl.mobility.static import StaticModel
 from netfl.radio.cells import DL, Cells
 from netfl.radio.cellular import CellularNetwork
-from netfl.radio.handover import HandoverState, StepEvents
+from netfl.radio.handover import HandoverState, Rsrp, StepEvents
 from netfl.radio.measurement import FILTER_INPUT_PERIOD_S
 from netfl.radio.propagation import (
     DeviceHeights,
@@ -185,9 +188,7 @@ class Motion:
         self.pending_m = np.zeros(len(self.rows))
         self.unsearched_m = np.zeros(len(self.rows))
         self.travelled_m = np.zeros(len(self.rows))
-        #: Each device's index among the moving ones (-1: static).
-        self._index = np.full(len(placement.xy_m), -1, dtype=np.int64)
-        self._index[self.rows] = np.arange(len(self.rows))
+        self._unseen_m = np.zeros(len(self.rows))  # moved since the last measurement
         #: The moving devices' coupling gains in mW, kept with ``gain_db`` (only _follow
         #: changes them): the handover's SINR needs all of them at every update, and
         #: converting all of them each tick made a moving run 1.09x slower (mobility_bench).
@@ -203,36 +204,35 @@ class Motion:
         move = self.population.advance(dt_s)
         self.xy_m = move.xy_m
         moved = move.moved_m[self.rows]
+        self._unseen_m += moved  # inf (a new vehicle) stays inf until the next measurement
+        self.travelled_m += np.where(np.isfinite(moved), moved, 0.0)
+        if self.handover.measurement_due(now_s):
+            self._follow_measured(now_s)
+        else:  # between measurements nothing is measured: no channel needs its gains
+            self._apply(self.handover.step(now_s, self._rsrp(), self._sinr))
+        if self.sample_every_s is not None and now_s >= self._next_sample_s:
+            self._sample(now_s)
+            self._next_sample_s = now_s + self.sample_every_s
+
+    def _follow_measured(self, now_s: float) -> None:
+        """A measurement: the channels of the devices that moved a channel step since
+        theirs were re-evaluated (every site's at a cell search), then the handover."""
+        moved, self._unseen_m = self._unseen_m, np.zeros(len(self.rows))
         self.los_state.move(slice(None), moved)
         self.shadowing.move(slice(None), moved)
         self.pending_m += moved
         self.unsearched_m += moved
-        self.travelled_m += np.where(np.isfinite(moved), moved, 0.0)  # inf: a new vehicle
         everything = np.empty(0, dtype=np.int64)
         if self.handover.search_due(now_s):
             everything = np.flatnonzero(self.unsearched_m >= self.step_m)
             self.unsearched_m[everything] = 0.0
             self.pending_m[everything] = 0.0
-        if self.handover.measurement_due(now_s):
-            measured = np.flatnonzero(self.pending_m >= self.step_m)
-        else:  # between measurements, only the links in flight need their gains
-            measured = self._in_flight()
-            measured = measured[self.pending_m[measured] >= self.step_m]
+        measured = np.flatnonzero(self.pending_m >= self.step_m)
         self.pending_m[measured] = 0.0
         links = self._links(everything, measured)
         for start in range(0, len(links), BLOCK_LINKS):  # bounded temporaries
             self._follow(links.subset(slice(start, start + BLOCK_LINKS)))
-        self._hand_over(now_s, everything)
-        if self.sample_every_s is not None and now_s >= self._next_sample_s:
-            self._sample(now_s)
-            self._next_sample_s = now_s + self.sample_every_s
-
-    def _in_flight(self) -> np.ndarray:
-        """The moving devices (ascending indices among them) with a transfer in flight."""
-        flying = [t.device[t.slots()] for t in self.cells.links.values()]
-        devices = np.unique(np.concatenate(flying))
-        index = self._index[devices[devices >= 0]]
-        return index[index >= 0]
+        self._apply(self.handover.step(now_s, self._rsrp(), self._sinr, searched=everything))
 
     def _links(self, everything: np.ndarray, measured: np.ndarray) -> Links:
         """The links to re-evaluate: every site of the devices ``everything``, the sites of
@@ -285,9 +285,8 @@ class Motion:
         devices.ul_power_db[moved] = system.ul_power_db(-devices.gain_db[moved, serving])
         self.cells.follow(moved, devices.gain_db, devices.ul_power_db)
 
-    def _hand_over(self, now_s: float, searched: np.ndarray) -> None:
-        """The handover step, with the RSRP the devices measure (``searched``: those with
-        every cell's gain new since the last search; the others' sets would not change)."""
+    def _rsrp(self) -> Rsrp:
+        """The moving devices' RSRP source: the BS's per-RB power + their gains now."""
         gain_db = self.network.devices.gain_db[self._block]
         power_db = self.system.dl_power_db
 
@@ -297,10 +296,10 @@ class Motion:
             flat = cells + devices[:, None] * gain_db.shape[1]
             return power_db + gain_db.reshape(-1)[flat]
 
-        events = self.handover.step(
-            now_s, rsrp, lambda: self._dl_sinr_db(gain_db), searched=searched
-        )
-        self._apply(events)
+        return rsrp
+
+    def _sinr(self) -> np.ndarray:
+        return self._dl_sinr_db(self.network.devices.gain_db[self._block])
 
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
