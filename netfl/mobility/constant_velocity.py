@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from netfl.map.layout import Layout
-from netfl.mobility.area import LineFold
+from netfl.mobility.area import RoadFold
 from netfl.mobility.base import Mobility, Step, check_dt
 
 EdgeRule = Literal["reenter", "reverse", "wrap"]
@@ -63,21 +63,17 @@ class ConstantVelocityModel(Mobility):
         self.s = np.asarray(s_m, dtype=float).copy()
         self.speed = np.asarray(speed_mps, dtype=float)
         self.sign = np.asarray(sign, dtype=float).copy()
-        self._fold: LineFold | None = None
-        if at_edge == "wrap":
-            self._fold = LineFold(layout, self._line(), self.sign[:, None] * self.u[None, :])
-        self.xy_m = self._positions(np.zeros(len(self.s)))
+        self._fold = RoadFold(layout, self.start, self.u) if at_edge == "wrap" else None
+        self.xy_m = self._positions()
 
     @property
     def speed_mps(self) -> np.ndarray:
         return self.speed
 
-    def _line(self) -> np.ndarray:
+    def _positions(self) -> np.ndarray:
+        if self._fold is not None:
+            return self._fold.fold(self.s)
         return self.start[None, :] + self.s[:, None] * self.u[None, :]
-
-    def _positions(self, travelled_m: np.ndarray) -> np.ndarray:
-        xy = self._line()
-        return xy if self._fold is None else self._fold.fold(xy, travelled_m)
 
     def advance(self, dt_s: float) -> Step:
         dt_s = check_dt(dt_s)
@@ -101,5 +97,5 @@ class ConstantVelocityModel(Mobility):
             self.sign *= np.where(np.mod(turns, 2) == 1, -1.0, 1.0)
             moved = np.abs(s - self.s)
         self.s = s
-        self.xy_m = self._positions(travelled)
+        self.xy_m = self._positions()
         return Step(self.xy_m, moved)
