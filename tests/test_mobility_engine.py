@@ -221,3 +221,32 @@ def test_every_moving_device_measures_its_serving_cell_and_the_strongest_from_th
         others = np.delete(np.arange(gains.shape[1]), serving)
         strongest = others[np.argsort(-gains[i, others])[:7]]
         assert len(set(cells)) == 8 and set(cells) == {serving, *strongest.tolist()}
+
+
+def test_the_links_a_search_re_evaluates_are_the_drops_formula_at_the_new_place():
+    """At a cell search every link of a device that moved is re-evaluated one link at a time
+    (netfl.radio.motion); the gains are what the drop's devices x sites computation gives at
+    the device's new place with its LOS states and shadowing now (to 1e-9 dB)."""
+    from netfl.radio.propagation import coupling_gains, site_geometry
+
+    road = {"model": "constant_velocity", "start_m": [0.0, 0.0], "heading_deg": 20.0}
+    data = _data({**road, "speed_mps": 15.0, "at_edge": "wrap"}, 30, shadowing=True)
+    data["cell"] = {"sectors": 3, "indoor_fraction": 0.0, "device_sites": "all"}
+    data["radio"]["channel_model"] = "tr38901_umi"
+    env, network, _, _ = _network(data)
+    env.run(until=1.75)  # the search at 1.7 s re-evaluated every vehicle (12 m since 0.9 s)
+    motion = network.motion
+    system = motion.system
+    rows = motion.rows
+    geometry = site_geometry(system.layout, motion.xy_m[rows], motion._heights, system.environment)
+    shadow = motion.shadowing.shadowing_db.astype(float)
+    expected, _ = coupling_gains(
+        system.layout,
+        geometry,
+        motion._heights,
+        system.environment,
+        motion.los,
+        shadow,
+        motion.o2i_db,
+    )
+    np.testing.assert_allclose(network.devices.gain_db[rows], expected, atol=1e-9)

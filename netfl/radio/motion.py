@@ -168,6 +168,9 @@ class Motion:
         )
         self.los = los
         self.o2i_db = state.o2i_db[rows]
+        #: Moving devices are outdoors at one height (radio.system.drop_devices): their links
+        #: take it once, not per link (what depends on the height alone is computed once).
+        self._one_height = _one_height(self._heights, self.o2i_db)
         handover = scenario.radio.handover  # type: ignore[union-attr]
         self.handover = HandoverState(
             len(rows),
@@ -251,7 +254,8 @@ class Motion:
         system, env, layout = self.system, self.system.environment, self.system.layout
         flat, device, site = links.flat, links.device, links.site
         rows = self.rows[device]
-        heights = _subset(self._heights, device)
+        heights = self._one_height or _subset(self._heights, device)
+        o2i_db = np.zeros(1) if self._one_height else self.o2i_db[device]
         image = self._image.reshape(-1)
         geometry = site_geometry(layout, self.xy_m[rows], heights, env, image[flat], sites=site)
         p_los = geometry.p_los[:, 0]
@@ -260,7 +264,7 @@ class Motion:
         flipped = np.flatnonzero(los != self.los.reshape(-1)[flat])
         if len(flipped):
             state = los[flipped][:, None]
-            at = _subset(heights, flipped)
+            at = heights if self._one_height else _subset(heights, flipped)
             self.shadowing.redraw_links(
                 links.subset(flipped),
                 shadowing_sigma_db(env, state, at)[:, 0],
@@ -272,7 +276,7 @@ class Motion:
         if not env.shadowing:
             shadow = np.zeros_like(shadow)
         coupling, _ = coupling_gains(
-            layout, geometry, heights, env, los[:, None], shadow[:, None], self.o2i_db[device]
+            layout, geometry, heights, env, los[:, None], shadow[:, None], o2i_db
         )
         cells = site[:, None] * layout.sectors + np.arange(layout.sectors)
         devices, n_cells = self.network.devices, layout.n_cells
@@ -386,6 +390,15 @@ def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
     if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
         return slice(int(rows[0]), int(rows[-1]) + 1)
     return rows
+
+
+def _one_height(heights: DeviceHeights, o2i_db: np.ndarray) -> DeviceHeights | None:
+    """The devices' common height as a one-device :class:`DeviceHeights` when they are all
+    outdoors at one height without O2I loss (moving devices are), else None."""
+    h = heights.height_m
+    if not len(h) or heights.indoor.any() or np.any(h != h[0]) or np.any(o2i_db != 0):
+        return None
+    return DeviceHeights(h[:1], heights.indoor[:1], heights.indoor_distance_m[:1])
 
 
 def _subset(heights: DeviceHeights, rows: np.ndarray) -> DeviceHeights:
