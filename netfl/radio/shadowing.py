@@ -42,7 +42,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 #: TR 38.901 Table 7.5-6 Part-1, shadow-fading correlation distance (m) by scenario and state.
 SHADOWING_DECORRELATION_M: dict[tuple[str, str], float] = {
@@ -399,6 +398,11 @@ class CorrelatedLosState:
         min_step_m: float = 0.0,
         dtype: type = np.float64,
     ) -> None:
+        # scipy.special only here, where mobility moves LOS states: a run or `netfl
+        # validate` without it does not pay for its import
+        from scipy.special import ndtr, ndtri
+
+        self._ndtr = ndtr
         self._u = np.clip(np.asarray(uniform, dtype=float), 1e-300, 1 - 1e-16)
         self._path = _PathProcess(ndtri(self._u), d_cor_m, rng, min_step_m, dtype)
 
@@ -415,7 +419,7 @@ class CorrelatedLosState:
         """Move each device by ``moved_m`` and return the LOS state of every link for the
         LOS probabilities ``p_los`` of its new position, ``(devices, sites)`` bool."""
         self._path.advance(moved_m)
-        self._u[:] = ndtr(self._path.z)
+        self._u[:] = self._ndtr(self._path.z)
         return self._u < np.asarray(p_los)
 
     def advance_rows(
@@ -424,13 +428,13 @@ class CorrelatedLosState:
         """Move only the ``devices`` (ascending rows) and return their LOS states for their
         LOS probabilities ``p_los`` (``(len(devices), sites)``); the others' are unchanged."""
         self._path.advance_rows(devices, moved_m)
-        self._u[devices] = ndtr(self._path.z[devices])
+        self._u[devices] = self._ndtr(self._path.z[devices])
         return self._u[devices] < np.asarray(p_los)
 
     def advance_links(self, links: Links, p_los: np.ndarray) -> np.ndarray:
         """Move the ``links`` and return their LOS states for their LOS probabilities
         ``p_los``."""
         self._path.advance_links(links)
-        u = ndtr(self._path.z.reshape(-1)[links.flat])
+        u = self._ndtr(self._path.z.reshape(-1)[links.flat])
         self._u.reshape(-1)[links.flat] = u
         return u < np.asarray(p_los)
