@@ -42,11 +42,19 @@ def test_a_population_that_cannot_fit_is_refused_at_validate(capsys) -> None:
     assert format_bytes(population) == "82.4 TiB"
 
 
-def test_validate_print_shows_the_estimate(capsys) -> None:
+def test_validate_shows_the_estimates_with_and_without_print(capsys) -> None:
+    """Plain validate prints the time, memory and disk lines of the forecast (issue 34);
+    --print puts them as comments above the resolved scenario."""
+    from netfl.forecast import forecast
+
+    lines = forecast(load_scenario("quickstart")).lines()
+    assert main(["validate", "quickstart"]) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert plain[-3:] == lines
+    assert lines[1] == f"memory: {forecast(load_scenario('quickstart')).memory.describe()}"
     assert main(["validate", "quickstart", "--print"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    estimate = estimate_memory(load_scenario("quickstart"))
-    assert first == f"# Estimated memory: {estimate.describe()}"
+    printed = capsys.readouterr().out.splitlines()
+    assert [f"# {line}" for line in lines] == printed[len(plain) - 4 : len(plain) - 1]
 
 
 def test_timeline_rows_match_a_run(tmp_path: Path) -> None:

@@ -60,27 +60,42 @@ class BackgroundLoad:
     capacity_bps: float | None
     saturated: bool = False
     """Full-buffer users under ``fifo`` take every RB (the demand is infinite)."""
+    fl_rb_seconds_per_bit: np.ndarray | None = None
+    """RB-seconds a bit of the users of the FL devices' cells at the operating point for a
+    transfer of ``link_bits`` (an FL transfer of ``M`` bits alone holds ``fl_rbs`` RBs for
+    ``M x this / fl_rbs`` seconds); None unless asked for."""
+    fl_rbs: float = 0.0
+    """RBs an FL transfer holds alone (its cap, or the band)."""
 
     def over_fl_cells(self, per_cell: np.ndarray) -> float:
         """The mean of ``per_cell`` over the cells that hold FL devices."""
         return float(np.mean(per_cell[self.fl_cells]))
 
 
-#: The last scenario's result, keyed by its content (``netfl validate`` asks twice: the
-#: overload check and the printed plan); a changed scenario is a different key.
-_LAST: dict[str, dict[str, BackgroundLoad]] = {}
+#: The last scenario's result, keyed by its content (``netfl validate`` asks up to three
+#: times: the overload check, the printed plan, the run's forecast); a changed scenario
+#: is a different key.
+_LAST: dict[tuple[str, float | None], dict[str, BackgroundLoad]] = {}
 
 
-def background_load(scenario: Scenario) -> dict[str, BackgroundLoad]:
-    """Per direction (``uplink``, ``downlink``): the background load of every cell."""
+def background_load(
+    scenario: Scenario, link_bits: float | None = None
+) -> dict[str, BackgroundLoad]:
+    """Per direction (``uplink``, ``downlink``): the background load of every cell; with
+    ``link_bits`` also what an FL transfer of that many bits costs there
+    (``fl_rb_seconds_per_bit``), for which the radio is built even without background
+    traffic."""
     key = scenario.model_dump_json()
-    if key not in _LAST:
+    if link_bits is None and scenario.traffic.sources:
+        # Solved anyway: what the model's transfers cost comes at one more evaluation.
+        link_bits = scenario.fl.model_size_bits
+    if (key, link_bits) not in _LAST:
         _LAST.clear()
-        _LAST[key] = _background_load(scenario)
-    return _LAST[key]
+        _LAST[key, link_bits] = _background_load(scenario, link_bits)
+    return _LAST[key, link_bits]
 
 
-def _background_load(scenario: Scenario) -> dict[str, BackgroundLoad]:
+def _background_load(scenario: Scenario, link_bits: float | None) -> dict[str, BackgroundLoad]:
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
     n_cells = scenario.cell.sites * scenario.cell.sectors
@@ -97,7 +112,8 @@ def _background_load(scenario: Scenario) -> dict[str, BackgroundLoad]:
         keys, files = demand_of.keys, demand_of.files
         saturated = bool(np.isinf(demand_of.reserved).any())
         reserved = np.minimum(demand_of.reserved, 1.0)
-        if files is None and not reserved.any() and not demand_of.always_busy:
+        idle = files is None and not reserved.any() and not demand_of.always_busy
+        if idle and link_bits is None:
             zeros = np.zeros(n_cells)
             out[_LONG[d]] = BackgroundLoad(_LONG[d], zeros, zeros, zeros, fl_cells, keys, None)
             continue
@@ -105,7 +121,7 @@ def _background_load(scenario: Scenario) -> dict[str, BackgroundLoad]:
             system = _system(scenario)
             users = _drop(system, None if _symmetric(scenario) else fl_cells)
         assert users is not None
-        solution, serving = _solve(system, users, d, demand_of, reserved)
+        solution, serving = _solve(system, users, d, demand_of, reserved, link_bits)
         capacity = None
         if files is not None:
             per_bit = solution.rb_seconds_per_bit
@@ -113,8 +129,22 @@ def _background_load(scenario: Scenario) -> dict[str, BackgroundLoad]:
             capacity = float(system.n_rb[d] / np.mean(per_bit[mine])) if mine.any() else 0.0
         demand = np.where(saturated, math.inf, solution.demand)
         worst = np.where(saturated, math.inf, solution.worst_case)
+        fl_per_bit = None
+        probe = solution.probe_rb_seconds_per_bit
+        if probe is not None:  # alike cells pool their users; else the FL devices' cells'
+            mine = fl_cells[serving] | _symmetric(scenario)
+            fl_per_bit = probe[mine & (probe > 0)]
         out[_LONG[d]] = BackgroundLoad(
-            _LONG[d], solution.expected, demand, worst, fl_cells, keys, capacity, saturated
+            _LONG[d],
+            solution.expected,
+            demand,
+            worst,
+            fl_cells,
+            keys,
+            capacity,
+            saturated,
+            fl_per_bit,
+            min(system.rb_cap[d], float(system.n_rb[d])),
         )
     return out
 
@@ -244,6 +274,7 @@ def _solve(
     d: str,
     demand: _Demand,
     reserved: np.ndarray,
+    link_bits: float | None,
 ) -> tuple[LoadSolution, np.ndarray]:
     """The operating point over the users with coverage in ``d``, and their cells."""
     if d == DL:
@@ -285,4 +316,5 @@ def _solve(
         always_busy=demand.always_busy,
     )
     rng = np.random.default_rng(PLANNING_SEED)
-    return solve_load(cell_users, direction, states=STATES, rng=rng), cell_users.serving
+    solution = solve_load(cell_users, direction, states=STATES, rng=rng, probe_bits=link_bits)
+    return solution, cell_users.serving

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -177,6 +177,8 @@ class LoadSolution:
     iterations: int
     rb_seconds_per_bit: np.ndarray
     """Each user's RB-seconds a bit at the operating point (0: not covered)."""
+    probe_rb_seconds_per_bit: np.ndarray | None = None
+    """The same for a transfer of ``probe_bits`` (None: not asked)."""
 
     @property
     def overloaded(self) -> np.ndarray:
@@ -209,6 +211,7 @@ def solve_load(
     rng: np.random.Generator | None = None,
     tolerance: float = 1e-3,
     max_iterations: int = 60,
+    probe_bits: float | None = None,
 ) -> LoadSolution:
     """The load-coupled operating point of ``direction`` over ``users`` (module doc).
 
@@ -236,7 +239,13 @@ def solve_load(
     demand = model.demand(rho)[0]
     # Every other cell at full load for the whole of every transfer (no idle gaps to ride).
     worst = np.maximum(model.demand(np.ones(users.n_cells), spans=False)[0], demand)
-    return LoadSolution(np.minimum(rho, 1.0), demand, worst, iterations, per_bit)
+    probe = None
+    if probe_bits is not None:
+        # What a transfer of another size pays there (an FL model): its duration decides
+        # how many of its neighbours' states it averages over.
+        model.d = replace(direction, file_bits=probe_bits)
+        probe = model.demand(rho)[1]
+    return LoadSolution(np.minimum(rho, 1.0), demand, worst, iterations, per_bit, probe)
 
 
 def _iterate(
