@@ -8,9 +8,13 @@ model; on a GPU the achieved rate is also given as a fraction of the device's pe
 Backends:
 
 - ``sequential``: the reference, one ``nn.Module`` + ``torch.optim.SGD`` per client;
-- ``batched``: what ``learning.backend: batched`` runs (on CPU, models with convolutions
-  fall back to the sequential loop; see netfl/learning/batched.py);
-- ``batched-vmap``: the vectorised path forced, also for convolutions on CPU.
+- ``batched``: what ``learning.backend: batched`` runs (on CPU: the dense path for
+  Linear/ReLU stacks, the sequential loop for models with convolutions, vmap otherwise;
+  see netfl/learning/learner.py's make_trainer);
+- ``dense``: the dense path (netfl/learning/dense.py), Linear/ReLU stacks only;
+- ``batched-vmap``: the vectorised torch.func path forced, also for convolutions on CPU.
+
+``us/client-step`` is the round's time over its client-steps (K x steps of one client).
 
 Usage::
 
@@ -26,17 +30,29 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from netfl.config.learning import LearningConfig
 from netfl.learning.batched import BatchedTrainer
-from netfl.learning.models import digits_mlp, fedcs_cifar_cnn, rbcsf_fmnist_cnn
+from netfl.learning.dense import DenseTrainer
+from netfl.learning.learner import make_trainer
+from netfl.learning.models import (
+    digits_mlp,
+    fedcs_cifar_cnn,
+    logistic_regression,
+    mlp_64_30,
+    rbcsf_fmnist_cnn,
+)
 from netfl.learning.trainer import LocalSGD, SequentialTrainer, Trainer
 
 #: name -> (builder, input shape, samples per client, batch size)
 MODELS = {
+    "logistic_regression": (logistic_regression, (60,), 100, 10),
     "digits_mlp": (digits_mlp, (1, 8, 8), 100, 10),
+    "mlp_64_30": (mlp_64_30, (1, 28, 28), 100, 10),
     "rbcsf_fmnist_cnn": (rbcsf_fmnist_cnn, (1, 28, 28), 100, 50),
     "fedcs_cifar_cnn": (fedcs_cifar_cnn, (3, 32, 32), 50, 50),
 }
@@ -52,6 +68,7 @@ class Row:
     samples_per_client: int
     batch_size: int
     seconds: float
+    us_per_client_step: float
     client_epochs_per_s: float
     gflops_per_s: float
     peak_fraction: float | None
@@ -71,13 +88,18 @@ def flops_per_sample(model: torch.nn.Module, shape: tuple[int, ...], batch: int,
 def trainer_for(backend: str, model, device, chunk: int | None, bf16: bool) -> Trainer:
     if backend == "sequential":
         return SequentialTrainer(model, device)
-    vectorize = True if backend == "batched-vmap" else None
-    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=vectorize)
+    if backend == "dense":
+        return DenseTrainer(model, device)
+    if backend == "batched":  # what learning.backend: batched runs on this device
+        config = LearningConfig(backend="batched", max_parallel_clients=chunk, bf16=bf16)
+        return make_trainer(config, model, device)
+    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=True)
 
 
-def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device, repeats):
-    """Best wall time of one round per backend; repeats interleave the backends, so a
-    change in machine load hits them alike."""
+def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device, repeats, clock):
+    """Best time of one round per backend (``clock``: time.perf_counter for wall seconds,
+    time.process_time for this process's CPU seconds, steadier on a shared machine);
+    repeats interleave the backends, so a change in machine load hits them alike."""
     x = torch.randn(k * n, *shape, device=device)
     y = torch.randint(0, 10, (k * n,), device=device)
     indices = [torch.arange(i * n, (i + 1) * n) for i in range(k)]  # host, as the learner
@@ -90,11 +112,11 @@ def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device,
         for name, trainer in trainers.items():
             if device.type == "cuda":
                 torch.cuda.synchronize()
-            start = time.perf_counter()
+            start = clock()
             trainer.train(state, x, y, indices, seeds, sgd)
             if device.type == "cuda":
                 torch.cuda.synchronize()
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], clock() - start)
     return best
 
 
@@ -129,9 +151,11 @@ def run(args: argparse.Namespace) -> list[Row]:
                 )
                 for backend in args.backends
             }
-            times = time_backends(trainers, model, shape, k, n, sgd, device, args.repeats)
+            clock = time.process_time if args.cpu_time else time.perf_counter
+            times = time_backends(trainers, model, shape, k, n, sgd, device, args.repeats, clock)
             for backend, seconds in times.items():
                 gflops = per_sample * k * n * args.epochs / seconds / 1e9
+                client_steps = k * int(sgd.steps_taken(np.array([n]))[0])
                 # The sequential reference has no bf16 autocast: compare it with fp32 peak.
                 top = peak(device, args.bf16 and backend != "sequential")
                 fraction = None if top is None else gflops / 1e3 / top
@@ -143,6 +167,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                         n,
                         batch,
                         seconds,
+                        seconds / client_steps * 1e6,
                         k * args.epochs / seconds,
                         gflops,
                         fraction,
@@ -154,15 +179,16 @@ def run(args: argparse.Namespace) -> list[Row]:
 
 def markdown(rows: list[Row]) -> str:
     lines = [
-        "| model | clients | n/client | batch | backend | s/round | client-epochs/s | GFLOP/s |"
-        " % of peak |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | clients | n/client | batch | backend | s/round | us/client-step |"
+        " client-epochs/s | GFLOP/s | % of peak |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         fraction = "-" if r.peak_fraction is None else f"{100 * r.peak_fraction:.1f}"
         lines.append(
             f"| {r.model} | {r.clients} | {r.samples_per_client} | {r.batch_size} | {r.backend}"
-            f" | {r.seconds:.3f} | {r.client_epochs_per_s:.1f} | {r.gflops_per_s:.2f} |"
+            f" | {r.seconds:.3f} | {r.us_per_client_step:.1f} | {r.client_epochs_per_s:.1f}"
+            f" | {r.gflops_per_s:.2f} |"
             f" {fraction} |"
         )
     return "\n".join(lines)
@@ -173,13 +199,19 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--clients", nargs="+", type=int, default=[10, 50, 100])
-    parser.add_argument("--backends", nargs="+", default=["sequential", "batched", "batched-vmap"])
+    parser.add_argument(
+        "--backends", nargs="+", default=["sequential", "batched", "batched-vmap"],
+        choices=["sequential", "batched", "dense", "batched-vmap"],
+    )  # fmt: skip
     parser.add_argument("--samples", type=int, default=None, help="samples per client")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--chunk", type=int, default=None, help="max_parallel_clients")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (cuda)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--cpu-time", action="store_true", help="CPU seconds of this process instead of wall"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

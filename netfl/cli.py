@@ -21,7 +21,7 @@ import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from netfl._version import __version__
 from netfl.errors import (
@@ -31,6 +31,7 @@ from netfl.errors import (
     EXIT_OK,
     EXIT_TERMINATED,
     DiskFullError,
+    Diverged,
     NetflError,
     RadioWarning,
     ScenarioError,
@@ -63,11 +64,21 @@ def _add_scenario_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose argument errors are one line, as every error of netfl's is
+    (argparse prints its usage banner first): ``error: netfl calibrate: argument --seed:
+    ...``, exit 2. Subcommands' parsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
+
+
 @functools.cache
 def _parser() -> argparse.ArgumentParser:
     """The command line's parser (built once a process: building it costs milliseconds,
     which ``main`` called in a loop, as the fuzz tests do, paid every call)."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _OneLineParser(
         prog="netfl",
         description="Simulate federated learning over a mobile network (SimPy + PyTorch).",
     )
@@ -227,6 +238,9 @@ def _wall_text(summary: dict[str, Any]) -> str:
         )
         if key in summary
     ]
+    path = summary.get("training_path", "none")
+    if path != "none" and "wall_training_s" in summary:  # which path trained, first word
+        parts = [f"{p} ({path.split()[0]})" if p.startswith("of which") else p for p in parts]
     return f"{total:.1f} s wall" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -395,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except DiskFullError as exc:
+    except (DiskFullError, Diverged) as exc:
         if args.debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)

@@ -116,8 +116,43 @@ class RunDirectoryError(NetflError):
 
 
 class DiskFullError(Exception):
-    """The run directory's disk filled up during a run: the run stopped, its
-    ``summary.json`` says so (status ``failed``), the CLI prints one line and exits 1."""
+    """The run directory's disk filled up (or a file reached the file-size limit) during a
+    run: the run stopped, its ``summary.json`` says so (status ``failed``), the CLI prints
+    one line and exits 1. The line says what was kept (``kept``: filled in once the run
+    directory has been written with what fits) and what was not (``lost``)."""
+
+    def __init__(self, run_dir: object, reason: str) -> None:
+        super().__init__(run_dir, reason)
+        self.run_dir, self.reason = run_dir, reason
+        self.kept: list[str] = []
+        self.lost: list[str] = []
+
+    def __str__(self) -> str:
+        text = f"{self.run_dir}: {self.reason}; the run stopped"
+        if self.kept:
+            text += f"; written: {', '.join(self.kept)}"
+        if self.lost:
+            text += f"; not written for lack of space: {', '.join(self.lost)}"
+        return text
+
+
+class Diverged(Exception):
+    """The global model or a loss became non-finite (NaN or infinite): the run stopped at
+    that round, its ``summary.json`` says ``status: diverged`` with the round
+    (``diverged_round``) and the cause (``divergence``), the CLI prints one line and exits
+    1. Not bad input: the scenario validated (``netfl validate`` warns where the settings
+    are unstable by construction)."""
+
+    def __init__(self, round: int, cause: str) -> None:
+        self.round, self.cause = round, cause
+        self.run_dir: str | None = None  # set once the run directory holds the run
+        super().__init__(f"the run diverged at round {round}: {cause}")
+
+    def __str__(self) -> str:
+        text = f"the run diverged at round {self.round}: {self.cause}"
+        if self.run_dir is not None:
+            text += f"; {self.run_dir} holds the rounds until then (status diverged)"
+        return text
 
 
 class RunReadError(NetflError):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from netfl.config.base import suggest
 from netfl.errors import Problem
-from netfl.registry_entry import Entry, load_target, plugins_allowed
+from netfl.registry_entry import Entry, load_target, plugins_allowed, raised
 
 if TYPE_CHECKING:
     from netfl.config import Scenario
@@ -61,6 +61,16 @@ class Registry:
         if "did you mean" not in hint:
             hint = "; registered: " + ", ".join(names)
         return f"unknown {self.kind} '{name}'{hint}"
+
+    def plugin_target(self, name: str) -> str | None:
+        """``module:attribute`` of ``name`` if it is a plug-in (named as such, or an
+        entry point); None for a registered name."""
+        if ":" in name:
+            return name
+        if name in self._table:
+            return None
+        entry = self.entries().get(name)
+        return entry.target if entry is not None else None
 
     def load(self, name: str) -> Any:
         """Return the registered object (class or function) for ``name``."""
@@ -154,6 +164,8 @@ def _aggregation_problems(scenario: Scenario) -> list[Problem]:
         Problem(f"fl.aggregation.params.{key}", message)
         for key, message in params_problems(rule, config.params)
     ]
+    if not problems and aggregations().plugin_target(config.name) is not None:
+        problems += _rule_problems(rule, config.name, config.params)
     protocols = getattr(rule, "protocols", SYNCHRONOUS)
     if scenario.fl.protocol not in protocols:
         problems.append(
@@ -164,3 +176,89 @@ def _aggregation_problems(scenario: Scenario) -> list[Problem]:
             )
         )
     return problems
+
+
+#: Packages whose code is never a plug-in's own, even when a plug-in lives in one of them.
+_NOT_PLUGIN_PACKAGES = frozenset({"netfl", "channel_models", "torch", "numpy", "scipy", "simpy"})
+
+
+def _rule_problems(rule: Any, name: str, params: Mapping[str, Any]) -> list[Problem]:
+    """A plug-in rule checked against the contract (it imports torch: plug-ins only; the
+    test suite checks netfl's own rules)."""
+    from netfl.learning.aggregation.base import validate_params
+    from netfl.learning.aggregation.check import RuleCheckError, check_rule
+
+    try:
+        check_rule(rule, validate_params(rule, params))
+    except RuleCheckError as exc:
+        return [Problem("fl.aggregation.name", f"'{name}' {exc}")]
+    return []
+
+
+def _plugin_modules(scenario: Scenario) -> dict[str, tuple[str, str]]:
+    """The module of every plug-in the scenario names -> (its key, its name)."""
+    named = [
+        ("selection.name", strategies(), scenario.selection.name),
+        ("fl.aggregation.name", aggregations(), scenario.fl.aggregation.name),
+    ]
+    channel = getattr(scenario.radio, "channel_model", None)
+    if isinstance(channel, str):
+        named.append(("radio.channel_model", channel_models(), channel))
+    if scenario.learning is not None:
+        named.append(("learning.model", models(), scenario.learning.model))
+        named.append(("learning.dataset", datasets(), scenario.learning.dataset))
+    modules = {}
+    for key, registry, name in named:
+        target = registry.plugin_target(name)
+        if target is not None:
+            modules[target.partition(":")[0]] = (key, name)
+    return modules
+
+
+def plugin_problem(exc: BaseException, scenario: Scenario) -> Problem | None:
+    """The scenario key of the plug-in that raised ``exc`` (or called ``sys.exit``): the
+    innermost frame of its traceback (or of the exceptions it was raised from) in a
+    plug-in's module or its package; None when no plug-in's code is on it.
+
+    A plug-in's failure is bad input naming its key (exit 2), whatever it raised, rather
+    than "the run failed" (exit 1), or, for ``sys.exit(0)``, a silent success."""
+    modules = _plugin_modules(scenario)
+    if not modules:
+        return None
+    packages = {
+        module.split(".")[0]: who
+        for module, who in modules.items()
+        if "." in module and module.split(".")[0] not in _NOT_PLUGIN_PACKAGES
+    }
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        found = None
+        tb = cause.__traceback__
+        while tb is not None:
+            module = str(tb.tb_frame.f_globals.get("__name__", ""))
+            who = modules.get(module) or packages.get(module.split(".")[0])
+            found = who or found
+            tb = tb.tb_next
+        if found is not None:
+            key, name = found
+            return Problem(key, f"the plug-in '{name}' {raised(exc)}")
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def plugin_error(exc: BaseException, scenario: Scenario) -> BaseException:
+    """``exc`` as bad input naming the plug-in it came from (:func:`plugin_problem`); a
+    ``sys.exit`` from elsewhere as a failure (it must not end the process as a success);
+    otherwise ``exc`` itself."""
+    from netfl.errors import NetflError, ScenarioError
+
+    if isinstance(exc, NetflError):
+        return exc
+    problem = plugin_problem(exc, scenario)
+    if problem is not None:
+        return ScenarioError([problem])
+    if isinstance(exc, SystemExit):
+        return RuntimeError(f"sys.exit({exc.code!r}) was called during the run")
+    return exc

@@ -58,10 +58,31 @@ def load_target(target: str) -> Any:
             " importable: install its package, e.g. pip install -e ., or put its folder on"
             " PYTHONPATH; docs/extending.md)"
         ) from exc
+    except (Exception, SystemExit) as exc:  # a syntax error, or its code raised or exited
+        raise ValueError(f"importing module {module_name!r} {raised(exc)}") from exc
     try:
         obj = module
         for part in attribute.split("."):
             obj = getattr(obj, part)
     except AttributeError:
         raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    except (Exception, SystemExit) as exc:  # a module-level __getattr__ that raised
+        raise ValueError(
+            f"getting {attribute!r} from module {module_name!r} {raised(exc)}"
+        ) from exc
     return obj
+
+
+#: The longest excerpt of an exception's message quoted in a one-line error.
+EXCERPT_CHARS = 200
+
+
+def raised(exc: BaseException) -> str:
+    """``"raised Kind: message"`` (one line, the message cut to :data:`EXCERPT_CHARS`), or
+    ``"called sys.exit(code)"`` for a :class:`SystemExit`."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    text = " ".join(str(exc).split())
+    if len(text) > EXCERPT_CHARS:
+        text = text[: EXCERPT_CHARS - 3] + "..."
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"

@@ -39,13 +39,64 @@ RESERVE_BYTES = 1 << 20
 """Disk space the lock file holds, given back when the disk is full so that the final
 ``summary.json`` (a few kilobytes) can still be written."""
 
-#: errno values of a full disk (ENOSPC) or quota (EDQUOT).
-DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+#: errno values of a write that failed for lack of room: a full disk (ENOSPC), a quota
+#: (EDQUOT), or a file past the process's file-size limit (EFBIG: ``ulimit -f``; Python
+#: ignores the SIGXFSZ that would otherwise kill the process).
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG})
 
 
 def disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` is a write that failed for lack of disk space."""
+    """Whether ``exc`` is a write that failed for lack of disk space (or file size)."""
     return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def no_room_reason(exc: OSError) -> str:
+    """What a :func:`disk_full` error means, in words."""
+    # os.strerror: pyarrow's messages wrap the system's in their own words.
+    reason = os.strerror(exc.errno) if exc.errno is not None else str(exc)
+    if exc.errno == errno.EFBIG:
+        return f"a file reached the file-size limit ({reason}; ulimit -f)"
+    return f"the disk is full ({reason})"
+
+
+def check_path_length(path: Path) -> None:
+    """Refuse ``path`` up front when the file system cannot hold its name: a component
+    longer than its NAME_MAX (255 bytes on most) or the whole longer than PATH_MAX
+    (``os.pathconf`` of the nearest existing folder; the run directory's own files add
+    up to 40 bytes to its path).
+
+    Raises
+    ------
+    RunDirectoryError
+        Naming the component and the limit.
+    """
+    absolute = Path(os.path.abspath(path))
+    existing = absolute
+    while not os.path.isdir(existing) and existing != existing.parent:  # no OSError
+        existing = existing.parent
+    name_max = _pathconf(existing, "PC_NAME_MAX", 255)
+    path_max = _pathconf(existing, "PC_PATH_MAX", 4096)
+    for part in absolute.parts[len(existing.parts) :]:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            shown = part if len(part) <= 40 else f"{part[:37]}..."
+            raise RunDirectoryError(
+                f"{shown!r} (in --out or the scenario's name) is {size} bytes long; this file"
+                f" system takes names of at most {name_max}"
+            )
+    if len(os.fsencode(str(absolute))) + 40 > path_max:
+        raise RunDirectoryError(
+            f"{str(absolute)[:40]}...: the run directory's path is"
+            f" {len(os.fsencode(str(absolute)))} bytes long; with its files it would pass this"
+            f" file system's limit of {path_max}"
+        )
+
+
+def _pathconf(path: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(path, name))
+    except (OSError, ValueError):
+        return default
 
 
 class RunDirLock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
+import os
 import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,16 @@ from netfl.yaml_guard import check_limits, check_size
 
 BUILTIN_PACKAGE = "netfl.scenarios"
 DEFAULT_SCENARIO = "quickstart"
+#: The keys that name a file or folder the run reads (the schema marks them with
+#: ``netfl.config.base.INPUT_PATH``; ``*``: every item of a list). A relative path written
+#: in a scenario file is taken from that file's folder; one given with ``--set``, in a
+#: built-in scenario or in a mapping from Python, from the working directory. Loading makes
+#: every one absolute, so ``scenario.resolved.yaml`` reads the same files from anywhere.
+PATH_KEYS = (
+    ("learning", "data_root"),
+    ("devices", "groups", "*", "mobility", "file"),
+    ("devices", "groups", "*", "availability", "file"),
+)
 
 
 def builtin_scenarios() -> dict[str, str]:
@@ -34,6 +45,39 @@ def builtin_scenarios() -> dict[str, str]:
             first = entry.read_text(encoding="utf-8").splitlines()[:1]
             found[entry.name[:-5]] = first[0].lstrip("# ").strip() if first else ""
     return found
+
+
+def resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A copy of ``data`` whose relative paths (:data:`PATH_KEYS`) are taken from ``folder``
+    (``~`` expanded first); absolute paths and values that are not strings stay as they are
+    (the schema refuses the latter)."""
+    data = copy.deepcopy(data)
+    for key in PATH_KEYS:
+        _resolve_at(data, key, folder)
+    return data
+
+
+def _resolve_at(node: Any, key: tuple[str, ...], folder: Path) -> None:
+    head, rest = key[0], key[1:]
+    children: list[Any]
+    if head == "*":
+        children = list(range(len(node))) if isinstance(node, list) else []
+    else:
+        children = [head] if isinstance(node, dict) and head in node else []
+    for child in children:
+        if rest:
+            _resolve_at(node[child], rest, folder)
+        elif isinstance(node[child], str) and node[child]:
+            path = Path(node[child]).expanduser()
+            node[child] = str(path if path.is_absolute() else Path(os.path.normpath(folder / path)))
+
+
+def scenario_folder(source: str) -> Path:
+    """Where a scenario's relative paths start: the folder of the file ``source`` names,
+    the working directory for a built-in scenario (``<built-in name>``)."""
+    if source.startswith("<built-in"):
+        return Path.cwd()
+    return Path(source).absolute().parent
 
 
 def resolve_source(spec: str | None) -> tuple[str, str]:
@@ -314,7 +358,7 @@ def load_scenario(
             stacklevel=2,
         )
     return scenario_from_data(
-        data,
+        resolve_paths(data, scenario_folder(source)),
         source=source,
         overrides=overrides,
         positions=key_positions(text),
@@ -345,12 +389,14 @@ def scenario_from_data(
 
 
 def _overridden(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """A copy of ``data`` with the ``--set`` expressions applied in order."""
+    """A copy of ``data`` with the ``--set`` expressions applied in order, and the relative
+    paths left (those of the overrides, or of a mapping that no file wrote) taken from the
+    working directory."""
     data = copy.deepcopy(data)
     for expression in overrides:
         path, value = parse_override(expression)
         apply_override(data, path, value, f"--set {expression}")
-    return data
+    return resolve_paths(data, Path.cwd())
 
 
 def _problems_of(

@@ -25,23 +25,31 @@ from netfl.checkpoint.resume import OpenRun, open_run
 from netfl.checkpoint.session import Checkpointer, pickled_strategy
 from netfl.checkpoint.store import CheckpointError, scenario_digest
 from netfl.config import Scenario
-from netfl.errors import DiskFullError, ScenarioError, Terminated
+from netfl.errors import DiskFullError, Diverged, ScenarioError, Terminated
 from netfl.recorder import strategy
-from netfl.recorder.streaming import STRATEGY, TIMELINE, TableStream, timeline_stream
-from netfl.recorder.tables import RoundRecord, clients_table, rounds_table
+from netfl.recorder.streaming import (
+    STRATEGY,
+    TIMELINE,
+    TableStream,
+    timeline_stream,
+)
+from netfl.recorder.tables import RoundRecord, rounds_table
+from netfl.registry import plugin_error
 from netfl.resources import disk_problems
 from netfl.rundir import (
     RunDirLock,
+    check_path_length,
     default_run_dir,
     disk_full,
     lock_run_dir,
+    no_room_reason,
     prepare_run_dir,
     write_json,
     write_parquet,
     write_text,
 )
 from netfl.scenario import dump_scenario
-from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy
+from netfl.stopped import clients_of, write_what_fits
 from netfl.world import World, build_world
 
 _LIBRARIES = ("numpy", "scipy", "simpy", "torch", "pandas", "pyarrow", "pydantic")
@@ -71,6 +79,8 @@ def time_to_target(records: list[RoundRecord], target: float | None) -> tuple[fl
     summary and ``netfl.load_run`` agree."""
     if target is None or not records:
         return math.nan, math.nan
+    from netfl.trace.metrics import rounds_to_accuracy, time_to_accuracy  # imports pandas
+
     rounds = rounds_table(records).to_pandas()
     return time_to_accuracy(rounds, target), rounds_to_accuracy(rounds, target)
 
@@ -108,7 +118,18 @@ def _summary(
         "rate_dl_mean_bps": float(np.mean(world.network.rate_dl_bps)),
         **_radio_summary(world),
         "device": str(getattr(world.learner, "device", "none")),
+        "training_path": _training_path(world),
     }
+
+
+def _training_path(world: World) -> str:
+    """Which path trained the clients (``learning.backend`` and the model decide)."""
+    trainer = getattr(world.learner, "trainer", None)
+    if trainer is None:
+        return "none"
+    from netfl.learning.learner import training_path
+
+    return training_path(trainer)
 
 
 def _radio_summary(world: World) -> dict[str, float]:
@@ -142,12 +163,7 @@ def write_results(
     else:
         write_parquet(run_dir / "timeline.parquet", world.timeline.to_arrow(sort_by_time=True))
     write_parquet(run_dir / "rounds.parquet", rounds_table(world.server.records))
-    columns = dict(world.client_columns)
-    columns.update(world.server.client_totals())
-    radio_totals = getattr(world.network, "client_totals", None)
-    if callable(radio_totals):
-        columns.update(radio_totals())
-    write_parquet(run_dir / "clients.parquet", clients_table(columns))
+    write_parquet(run_dir / "clients.parquet", clients_of(world))
     if STRATEGY in streamed:
         streamed[STRATEGY].finish(keep_parts=resumable)
     else:
@@ -193,17 +209,18 @@ def simulate(
     problems = disk_problems(scenario, Path(out) if out is not None else Path(scenario.output.root))
     if problems:
         raise ScenarioError(problems)
-    # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
-    # that cannot be checkpointed) fails here, before anything is written.
-    world = build_world(scenario, on_round=on_round)
-    resolved = dump_scenario(scenario)
-    if scenario.fl.checkpoint_every is not None:
-        pickled_strategy(world)
     run_dir = (
         Path(out)
         if out is not None
         else default_run_dir(scenario.output.root, scenario.name, started)
     )
+    check_path_length(run_dir)
+    # Elaborate first: bad input (missing dataset files, impossible draws, a strategy
+    # that cannot be checkpointed) fails here, before anything is written.
+    world = _built(scenario, on_round)
+    resolved = dump_scenario(scenario)
+    if scenario.fl.checkpoint_every is not None:
+        pickled_strategy(world)
     with lock_run_dir(run_dir) as lock:
         prepare_run_dir(run_dir, force=force)
         write_text(run_dir / "scenario.resolved.yaml", resolved)
@@ -238,10 +255,19 @@ def resume(
     with lock_run_dir(run_dir) as lock:
         # Checked again under the lock: another process may have resumed it meanwhile.
         opened = open_run(run_dir, overrides)
-        world = build_world(opened.scenario, on_round=on_round)
+        world = _built(opened.scenario, on_round)
         checkpoint = opened.checkpoint
         checkpoints = Checkpointer(world, run_dir, checkpoint.scenario_sha256, resume=checkpoint)
         return _run(world, run_dir, started, on_start, checkpoints, clock_s, lock)
+
+
+def _built(scenario: Scenario, on_round: Callable[[RoundRecord], None] | None) -> World:
+    """:func:`build_world`; a plug-in that raises or exits while it is built is bad input
+    naming its key."""
+    try:
+        return build_world(scenario, on_round=on_round)
+    except (Exception, SystemExit) as exc:
+        raise plugin_error(exc, scenario) from exc
 
 
 def _run(
@@ -255,9 +281,11 @@ def _run(
 ) -> RunResult:
     """Run the world; write the run directory however it ends (except mid-replay).
 
-    A full disk (while the run writes its parts or at the end) stops the run: the lock's
-    reserved space is given back, ``summary.json`` says ``failed`` and why, and
-    :class:`DiskFullError` is raised (one line, exit 1, from the CLI).
+    A full disk or a file past the file-size limit (while the run writes its parts or at
+    the end) stops the run: the lock's reserved space is given back, ``summary.json``
+    says ``failed`` and why, what fits of the tables is written (:func:`write_what_fits`)
+    and :class:`DiskFullError` is raised (one line saying what was written, exit 1, from
+    the CLI).
 
     ``summary.json``'s wall times, all on the clock the progress line uses (process
     seconds, :func:`time.perf_counter`): ``wall_build_s`` from the call of
@@ -270,7 +298,8 @@ def _run(
     if on_start is not None:
         on_start(world)
     status, error = "failed", None
-    full: OSError | None = None  # the disk filled up during the run
+    full: DiskFullError | None = None  # the disk filled up
+    diverged: Diverged | None = None
     wall_start = time.perf_counter()
     try:
         with _blas_threads(world.scenario):
@@ -278,19 +307,27 @@ def _run(
         if checkpoints is not None and checkpoints.replaying:
             raise CheckpointError(f"{run_dir}: the replay ended before the checkpoint's round")
         status = "completed"
+    except Diverged as exc:
+        status, diverged = "diverged", exc
+        exc.run_dir = str(run_dir)
+        raise
     except KeyboardInterrupt as exc:
         status = "terminated" if isinstance(exc, Terminated) else "interrupted"
         if checkpoints is not None:
             checkpoints.save_latest()
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, OSError) and disk_full(exc):
-            full = exc
-            raise _disk_full_error(run_dir, exc) from exc
+            full = DiskFullError(run_dir, no_room_reason(exc))
+            raise full from exc
         if checkpoints is not None:
             checkpoints.save_latest()
-        raise
+        blamed = plugin_error(exc, world.scenario)
+        if blamed is exc:
+            raise
+        error = str(blamed)
+        raise blamed from exc
     finally:
         # A resumed run that stops before its replay is done leaves the directory alone.
         if checkpoints is None or not checkpoints.replaying:
@@ -300,36 +337,21 @@ def _run(
             summary["wall_run_s"] = end_s - wall_start
             summary["wall_training_s"] = world.server.training_s
             summary.update(_checkpoint_summary(checkpoints))
-            resumable = checkpoints is not None and status != "completed"
-            if full is not None:  # the tables would not fit either: the summary only
-                _summary_of_full_disk(run_dir, summary, full, lock)
+            summary.update(_divergence_summary(diverged))
+            resumable = checkpoints is not None and status not in ("completed", "diverged")
+            if full is not None:  # the tables may not fit either: what fits
+                write_what_fits(world, run_dir, summary, full, lock, streams)
             else:
                 try:
                     write_results(world, run_dir, summary, clock_s, streams, resumable)
                 except OSError as exc:
                     if not disk_full(exc):
                         raise
-                    _summary_of_full_disk(run_dir, summary, exc, lock)
-                    raise _disk_full_error(run_dir, exc) from exc
+                    full = DiskFullError(run_dir, no_room_reason(exc))
+                    summary["error"] = f"{type(exc).__name__}: {exc}"
+                    write_what_fits(world, run_dir, summary, full, lock, streams)
+                    raise full from exc
     return RunResult(run_dir, summary)
-
-
-def _summary_of_full_disk(
-    run_dir: Path, summary: dict[str, Any], exc: OSError, lock: RunDirLock
-) -> None:
-    """Give the lock's reserved space back and write the summary that says what happened
-    (if even that fails, there is nothing left to write with)."""
-    lock.release_reserve()
-    summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-    with contextlib.suppress(OSError):
-        write_json(run_dir / "summary.json", summary)
-
-
-def _disk_full_error(run_dir: Path, exc: OSError) -> DiskFullError:
-    return DiskFullError(
-        f"{run_dir}: the disk is full ({exc.strerror or exc}); the run stopped, summary.json"
-        " says status failed and the timeline so far is in timeline.parts/"
-    )
 
 
 def _stream_tables(
@@ -373,6 +395,13 @@ def _blas_threads(scenario: Scenario) -> contextlib.AbstractContextManager[Any]:
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=threads, user_api="blas")
+
+
+def _divergence_summary(diverged: Diverged | None) -> dict[str, Any]:
+    """``diverged_round`` and ``divergence`` (the cause), None unless the run diverged."""
+    if diverged is None:
+        return {"diverged_round": None, "divergence": None}
+    return {"diverged_round": diverged.round, "divergence": diverged.cause}
 
 
 def _checkpoint_summary(checkpoints: Checkpointer | None) -> dict[str, int | None]:

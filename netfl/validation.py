@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from netfl.config import Scenario, cross_checks
-from netfl.errors import Problem, ScenarioWarning
+from netfl.errors import NetflError, Problem, ScenarioWarning
 from netfl.resources import memory_problems
 
 
@@ -25,23 +25,67 @@ def scenario_problems(
     that the strategy accepts its parameters. ``check_data``: also load the dataset, build
     the model and partition the data, checking them against their contracts
     (:func:`data_problems`; ``netfl validate``; ``simulate`` does it when it builds the
-    learner, with the same messages).
+    learner, with the same messages). Whatever a plug-in raises on the way (or a
+    ``sys.exit`` it calls) is a problem naming the plug-in's key.
     """
+    try:
+        return _problems(scenario, check_registry, check_data)
+    except NetflError:
+        raise
+    except (Exception, SystemExit) as exc:  # a plug-in's code raised, or exited
+        from netfl.registry import plugin_problem
+
+        problem = plugin_problem(exc, scenario)
+        if problem is None:
+            raise
+        return [problem]
+
+
+def _problems(scenario: Scenario, check_registry: bool, check_data: bool) -> list[Problem]:
     from netfl.radio.checks import radio_problems
 
     problems, notes = memory_problems(scenario)
     for note in notes:
-        warnings.warn(note, ScenarioWarning, stacklevel=3)
+        warnings.warn(note, ScenarioWarning, stacklevel=4)
     fits = not problems
     problems += cross_checks(scenario)
     problems += radio_problems(scenario)
+    if not problems:
+        problems += _motion(scenario)
     if check_registry:
         from netfl.registry import registry_checks
 
         problems += registry_checks(scenario)
+        if not problems:
+            _warn_unstable(scenario)
         if check_data and fits and not problems:
             problems += data_problems(scenario)
     return problems
+
+
+def _motion(scenario: Scenario) -> list[Problem]:
+    """What moving devices need to finish in bounded time, and the jumps a long radio
+    update makes (:mod:`netfl.mobility.limits`)."""
+    from netfl.mobility.limits import motion_problems, motion_warnings
+
+    for key, message in motion_warnings(scenario):
+        warnings.warn(f"{key}: {message}", ScenarioWarning, stacklevel=5)
+    return motion_problems(scenario)
+
+
+def _warn_unstable(scenario: Scenario) -> None:
+    """Warn where the settings make training unstable by construction
+    (:mod:`netfl.learning.stability`), each warning naming its key."""
+    from netfl.learning.aggregation.base import validate_params
+    from netfl.learning.stability import CHECKED_RULES, stability_warnings
+    from netfl.registry import aggregations
+
+    config = scenario.fl.aggregation
+    params = None
+    if scenario.learning is not None and config.name in CHECKED_RULES:
+        params = validate_params(aggregations().load(config.name), config.params)
+    for key, message in stability_warnings(scenario, params):
+        warnings.warn(f"{key}: {message}", ScenarioWarning, stacklevel=5)
 
 
 def needs_data_check(scenario: Scenario) -> bool:

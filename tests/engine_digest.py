@@ -1,31 +1,41 @@
-"""Digests of what a run records, to keep the engine's outputs fixed while it gets faster
-(issue 27): tests/test_engine_digest.py compares them with digests committed from the
-engine before its speed work (d8c9d66), and benchmarks/async_bench.py checks two trees
-give the same tables byte for byte.
+"""Fingerprints of what a run records, to keep the engine's outputs fixed while it gets
+faster (issue 27) on every x86-64 CPU (issue 32): tests/test_engine_digest.py compares
+them with the fingerprints in ``tests/data/engine_digests.json``, and
+benchmarks/async_bench.py checks two trees give the same tables byte for byte.
 
-A digest hashes the timeline (every row: time, round, client, kind, values), the rounds
-(times, selections, completions, staleness, counts) and the clients' counters, with
-floats written to 12 significant digits: the same run gives the same digest on any
-platform whose libm agrees to 12 digits, and any change of an event's time, order, kind
-or client changes it.
+A run's fingerprint covers the timeline (every row, in time order: round, client, kind
+exactly; times, bits and rates to the tolerance of :mod:`tests.fingerprint`), the rounds
+(selections, completions, counts, staleness exactly; times and accuracy to tolerance),
+the clients' counters and what a strategy observed. The integers and the order of events
+are reproducible on any CPU; float values are compared with a stated tolerance, since
+numpy's SIMD loops (AVX-512 or not) round transcendental functions differently in the
+last bit (a hash of floats written to 12 digits failed on a CPU without AVX-512 when a
+value sat at a rounding boundary).
 
-Run ``python -m tests.engine_digest`` to print the digests of :data:`SCENARIOS`.
+``python -m tests.engine_digest --write`` records the fingerprints of :data:`SCENARIOS`.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import hashlib
+import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from netfl.scenario import scenario_from_data
 from netfl.selection.base import RoundFeedback
 from netfl.selection.random import RandomSelection
 from netfl.world import World, build_world
+from tests.fingerprint import fingerprint
+from tests.fingerprint import mismatches as table_mismatches
+
+RECORDED = Path(__file__).resolve().parent / "data" / "engine_digests.json"
 
 
 def _devices(count: int, **extra: Any) -> dict[str, Any]:
@@ -120,62 +130,93 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 
 class ObservingRandom(RandomSelection):
-    """Random selection that keeps every feedback it observes (digested with the run)."""
+    """Random selection that keeps every feedback it observes (fingerprinted with the run)."""
 
     supports_async = True
 
     def __init__(self) -> None:
         super().__init__()
-        self.seen: list[str] = []
+        self.seen: list[dict[str, Any]] = []
 
     def observe(self, feedback: RoundFeedback) -> None:
-        seen = {}
+        seen: dict[str, Any] = {}
         for field in dataclasses.fields(feedback):
             value = getattr(feedback, field.name)
             if isinstance(value, Mapping):  # features, signals
                 seen.update({f"{field.name}:{k}": v for k, v in sorted(value.items())})
             else:
                 seen[field.name] = value
-        self.seen.append(";".join(f"{k}={_number(v)}" for k, v in seen.items()))
+        self.seen.append(seen)
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, float | np.floating):
-        return "nan" if math.isnan(value) else f"{float(value):.12g}"
-    if isinstance(value, list | tuple | np.ndarray):
-        return "[" + ",".join(_number(v) for v in value) + "]"
-    return str(value)
+def _observations(seen: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per observed value: floats in ``value``, everything else as text."""
+    rows: list[tuple[int, str, str, float]] = []
+    for index, observation in enumerate(seen):
+        for key, raw in observation.items():
+            items = np.asarray(raw).ravel().tolist() if _listlike(raw) else [raw]
+            for position, item in enumerate(items):
+                is_float = isinstance(item, float) and not isinstance(item, bool)
+                text = "" if is_float else str(item)
+                rows.append((index, f"{key}[{position}]", text, item if is_float else math.nan))
+    return pd.DataFrame(rows, columns=["observation", "key", "text", "value"])
 
 
-def digest(world: World) -> str:
-    """The digest of a finished run's timeline, rounds and client counters."""
-    sha = hashlib.sha256()
-    table = world.timeline.to_arrow(sort_by_time=True)
-    for name in table.column_names:
-        for value in table.column(name).to_pylist():
-            sha.update(_number(value).encode())
-            sha.update(b",")
-        sha.update(b";")
-    for record in world.server.records:
-        for name in (
-            "round",
-            "t_start_s",
-            "t_end_s",
-            "selected",
-            "completed",
-            "n_dropped",
-            "n_deadline_miss",
-            "staleness",
-            "accuracy",
-        ):
-            sha.update(f"{name}={_number(getattr(record, name, None))};".encode())
-    for name, values in sorted(world.server.client_totals().items()):
-        sha.update(f"{name}={_number(np.asarray(values).tolist())};".encode())
-    for seen in getattr(world.server.strategy, "seen", []):
-        sha.update(seen.encode())
-    return sha.hexdigest()
+def _listlike(value: Any) -> bool:
+    return isinstance(value, list | tuple | np.ndarray)
+
+
+def tables(world: World) -> dict[str, pd.DataFrame]:
+    """The tables a run's fingerprint covers."""
+    rounds = pd.DataFrame(
+        {
+            name: [_plain(getattr(record, name, None)) for record in world.server.records]
+            for name in ROUND_FIELDS
+        }
+    )
+    for name in ("t_start_s", "t_end_s", "accuracy"):
+        rounds[name] = rounds[name].astype(float)
+    clients = pd.DataFrame(
+        {name: np.asarray(v) for name, v in sorted(world.server.client_totals().items())}
+    )
+    found = {
+        "timeline": world.timeline.to_arrow(sort_by_time=True).to_pandas(),
+        "rounds": rounds,
+        "clients": clients,
+    }
+    seen = getattr(world.server.strategy, "seen", None)
+    if seen is not None:
+        found["observed"] = _observations(seen)
+    return found
+
+
+ROUND_FIELDS = (
+    "round",
+    "t_start_s",
+    "t_end_s",
+    "selected",
+    "completed",
+    "n_dropped",
+    "n_deadline_miss",
+    "staleness",
+    "accuracy",
+)
+
+
+def _plain(value: Any) -> Any:
+    return np.asarray(value).tolist() if _listlike(value) else value
+
+
+def fingerprints(world: World) -> dict[str, dict[str, Any]]:
+    return {name: fingerprint(table) for name, table in tables(world).items()}
+
+
+def mismatches(world: World, recorded: dict[str, dict[str, Any]]) -> list[str]:
+    """How a finished run differs from its recorded fingerprints (empty: it matches)."""
+    found = tables(world)
+    if set(found) != set(recorded):
+        return [f"tables {sorted(found)} != {sorted(recorded)}"]
+    return [f"{name}: {p}" for name in found for p in table_mismatches(found[name], recorded[name])]
 
 
 def run(data: dict[str, Any]) -> World:
@@ -184,6 +225,16 @@ def run(data: dict[str, Any]) -> World:
     return world
 
 
+def main() -> None:  # pragma: no cover
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"record them in {RECORDED}")
+    args = parser.parse_args()
+    found = {name: fingerprints(run(data)) for name, data in SCENARIOS.items()}
+    text = json.dumps(found, indent=1, sort_keys=True) + "\n"
+    if args.write:
+        RECORDED.write_text(text)
+    print(text)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    for name, data in SCENARIOS.items():
-        print(f'    "{name}": "{digest(run(data))}",')
+    main()

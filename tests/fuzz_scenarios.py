@@ -124,3 +124,98 @@ def check_outcome(path: Path, code: int, stderr: str) -> None:
         assert line.startswith(("error: ", "warning: ")), stderr
     if code == 2:
         assert any(line.startswith(f"error: {path}") for line in lines), stderr
+
+
+# -- motion that must finish in bounded time (issue 34, part 3) ---------------------------
+
+#: Values from harmless to absurd, for the motion keys.
+_EXTREMES = [1e-300, 1e-12, 1e-9, 1e-3, 0.05, 0.1, 1.0, 30.0, 138.0, 139.0, 1e9, 1e300]
+
+
+@st.composite
+def motion_scenario(draw: st.DrawFn) -> dict:
+    """A timing-only scenario of 4 moving devices whose speeds, legs, pauses, update
+    interval, interruption and positions are drawn from :data:`_EXTREMES` (and the
+    hierarchical protocol's kappa1 x kappa2)."""
+    value = st.sampled_from(_EXTREMES)
+    model = draw(st.sampled_from(["random_waypoint", "random_direction", "gauss_markov",
+                                  "constant_velocity"]))  # fmt: skip
+    mobility: dict = {"model": model}
+    if model == "gauss_markov":
+        mobility.update(mean_speed_mps=draw(value), speed_std_mps=draw(value))
+    else:
+        mobility["speed_mps"] = draw(value)
+    if model == "random_direction":
+        mobility.update(travel_s=draw(value), pause_s=draw(st.sampled_from([0.0, *_EXTREMES])))
+    if model == "random_waypoint":
+        mobility["pause_s"] = draw(st.sampled_from([0.0, *_EXTREMES]))
+    if model == "constant_velocity":
+        mobility.update(start_m=[draw(st.sampled_from([0.0, 1e7, 1e300])), 0.0], at_edge="reverse")
+    fl: dict = {"rounds": 2, "clients_per_round": 2, "model_size_bits": 1e5, "deadline_s": 20.0}
+    if draw(st.booleans()):
+        fl.update(protocol="hierarchical", kappa1=draw(st.sampled_from([1, 10, 1000])),
+                  kappa2=draw(st.sampled_from([1, 10, 1000])))  # fmt: skip
+    return {
+        "name": "motion",
+        "seed": 1,
+        "cell": {"sites": 7, "sectors": 1, "indoor_fraction": 0.0, "radius_m": 100.0},
+        "radio": {
+            "model": "lte",
+            "channel_model": "umi_nlos",
+            "update_interval_s": draw(st.sampled_from([0.1, *_EXTREMES])),
+            "handover": {"interruption_s": draw(st.sampled_from([0.05, *_EXTREMES]))},
+        },
+        "devices": {"groups": [{"count": 4, "n_samples": 40, "mobility": mobility}]},
+        "fl": fl,
+        "learning": "none",
+    }
+
+
+class Unbounded(AssertionError):
+    """A run computed more events or legs than a bounded run could."""
+
+
+@contextlib.contextmanager
+def counted(max_events: int, max_passes_per_tick: float):
+    """Within the block, a run's SimPy events and its mobility legs are counted and
+    :class:`Unbounded` is raised past the bounds (so a run that would hang fails fast):
+    at most ``max_events`` events, at most ``max_passes_per_tick`` leg passes a radio
+    update on average (the models' ``_walk`` calls, each one vectorised pass)."""
+    import simpy
+
+    from netfl.mobility.random_direction import RandomDirectionModel
+    from netfl.mobility.random_waypoint import RandomWaypointModel
+
+    counts = {"events": 0, "passes": 0, "ticks": 0}
+    step = simpy.Environment.step
+    originals = {cls: cls._walk for cls in (RandomDirectionModel, RandomWaypointModel)}
+    advance = {cls: cls.advance for cls in originals}
+
+    def counted_step(env: simpy.Environment) -> None:
+        counts["events"] += 1
+        if counts["events"] > max_events:
+            raise Unbounded(f"more than {max_events:,} SimPy events")
+        step(env)
+
+    def walker(cls: type):
+        def walk(self, idx, remaining):  # type: ignore[no-untyped-def]
+            counts["passes"] += 1
+            if counts["passes"] > max_passes_per_tick * (counts["ticks"] + 1):
+                raise Unbounded(f"{counts['passes']:,} leg passes in {counts['ticks']} updates")
+            return originals[cls](self, idx, remaining)
+
+        def ticked(self, dt_s):  # type: ignore[no-untyped-def]
+            counts["ticks"] += 1
+            return advance[cls](self, dt_s)
+
+        return walk, ticked
+
+    simpy.Environment.step = counted_step  # type: ignore[method-assign]
+    for cls in originals:
+        cls._walk, cls.advance = walker(cls)  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        simpy.Environment.step = step  # type: ignore[method-assign]
+        for cls in originals:
+            cls._walk, cls.advance = originals[cls], advance[cls]  # type: ignore[method-assign]

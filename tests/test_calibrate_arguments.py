@@ -55,3 +55,16 @@ def test_bad_arguments_are_refused(tmp_path, capsys, args, message):
 
 def test_the_fewest_devices_leave_five_beyond_each_tail_percentile():
     assert MIN_UES * 0.05 >= 5
+
+
+@pytest.mark.parametrize(
+    "args", [["--seed", "-1"], ["--ues", "x"], ["--bogus"], ["--out"]], ids=str
+)
+def test_argument_errors_are_one_line(capsys, args):
+    """As every command's: ``error: netfl calibrate: ...``, no usage banner, exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(["calibrate", "tr38901_umi", *args])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("error: netfl calibrate: ")
+    assert "usage:" not in err and err.endswith("(see netfl calibrate --help)\n")

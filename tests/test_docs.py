@@ -39,7 +39,7 @@ def test_strategy_reference_is_current_and_every_parameter_is_described():
 def test_show_prints_a_strategy_and_refuses_unknown_ones(capsys):
     from netfl.cli import main
 
-    assert main(["show", "pow_d"]) == 0
+    assert main(["show", "pow_d", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| `d` | int or null | `None` |" in out and "d = 2m" in out
     assert main(["show", "pow-d"]) == 2
@@ -71,7 +71,7 @@ def test_list_and_show_know_the_aggregation_rules(capsys):
     for name in ("fedavg", "fednova", "fedavgm", "fedadagrad", "fedadam", "fedyogi"):
         assert f"  {name} " in listed
     assert "beta2 (float, default 0.99)" in listed
-    assert main(["show", "fedyogi"]) == 0
+    assert main(["show", "fedyogi", "--markdown"]) == 0
     shown = capsys.readouterr().out
     assert "| `tau` | float | `0.001` |" in shown and "sign(v_(t-1) - Delta_t^2)" in shown
     assert main(["show", "fedadm"]) == 2

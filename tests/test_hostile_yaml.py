@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,14 @@ from hypothesis import HealthCheck, given, settings
 
 from netfl.config.scenario import Scenario
 from netfl.yaml_guard import MAX_DEPTH, MAX_EXPANDED_VALUES, MAX_SCENARIO_BYTES
-from tests.fuzz_scenarios import check_outcome, scenario_bytes, validate_file, warm_up
+from tests.fuzz_scenarios import (
+    check_outcome,
+    counted,
+    motion_scenario,
+    scenario_bytes,
+    validate_file,
+    warm_up,
+)
 from tests.schema_keys import hostile_values, schema_keys, valid
 
 #: Generous against CI load; ``benchmarks/bench_fuzz_validate.py`` measures the real times.
@@ -153,3 +161,100 @@ def test_bad_values_of_every_key_exit_0_or_2_naming_a_key(tmp_path: Path) -> Non
             shown = repr(value)[:80]
             failures.append(f"{key.dotted} = {shown}: exit {code}, {wall:.1f} s: {err[:300]!r}")
     assert not failures, "\n".join(failures[:20])
+
+
+# -- motion that cannot be simulated in bounded time is refused (issue 34, part 3) --------
+
+MOBILE = {
+    "name": "m",
+    "radio": {"model": "lte"},
+    "devices": {"groups": [{"count": 4, "n_samples": 40, "mobility": {"model": "static"}}]},
+    "fl": {"rounds": 2, "clients_per_round": 2, "model_size_bits": 1e6},
+    "learning": "none",
+}
+
+
+@pytest.mark.parametrize(
+    ("mobility", "sets", "key", "says"),
+    [
+        ({"model": "random_waypoint", "speed_mps": 1e9}, [], "mobility.speed_mps",
+         "past the 138.9 m/s (500 km/h)"),
+        ({"model": "random_waypoint", "speed_mps": 1e9}, ["cell.wrap_around=true"],
+         "mobility.speed_mps", "past the 138.9 m/s"),
+        ({"model": "random_direction", "speed_mps": 1e300}, [], "mobility.speed_mps",
+         "speeds reach 1e+300 m/s"),
+        ({"model": "random_direction", "speed_mps": {"dist": "lognormal", "median": 30,
+          "sigma": 1}}, [], "mobility.speed_mps", "speeds reach 1.21e+04 m/s"),
+        ({"model": "gauss_markov", "speed_std_mps": 1e308}, [], "mobility.speed_std_mps",
+         "(the mean's reach + 6 speed_std_mps)"),
+        ({"model": "random_direction", "travel_s": 1e-12}, [], "mobility.travel_s",
+         "shorter than radio.update_interval_s (0.1 s)"),
+        ({"model": "trajectory", "file": "x.csv", "offset_m": [1e308, 0]}, [],
+         "mobility.offset_m.0", "less than or equal to 10000000"),
+        ({"model": "constant_velocity", "start_m": [1e21, 0]}, [], "mobility.start_m.0",
+         "less than or equal to 10000000"),
+        ({"model": "random_direction"}, ["radio.update_interval_s=1e-9"],
+         "radio.update_interval_s", "shorter than a subframe (1 ms"),
+        ({"model": "random_direction"}, ["radio.update_interval_s=1e-300"],
+         "radio.update_interval_s", "shorter than a subframe"),
+        ({"model": "random_direction"}, ["radio.handover.interruption_s=1e308"],
+         "radio.handover.interruption_s", "less than or equal to 30"),
+        ({"model": "static"}, ["fl.protocol=hierarchical", "fl.kappa1=1000", "fl.kappa2=1000"],
+         "fl.kappa2", "kappa1 x kappa2 = 1,000,000 local updates of every selected"),
+        ({"model": "static"}, ["devices.groups.0.distance_m=1e308"],
+         "devices.groups.0.distance_m", "beyond the layout"),
+    ],
+)  # fmt: skip
+def test_motion_that_cannot_finish_is_refused_naming_the_key(
+    tmp_path: Path, capsys, mobility, sets, key, says
+) -> None:
+    from netfl.cli import main
+
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({**MOBILE, "devices": {"groups": [
+        {**MOBILE["devices"]["groups"][0], "mobility": mobility}]}}))  # fmt: skip
+    args = ["validate", str(path)] + [a for s in sets for a in ("--set", s)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"{key}: " in errors[0] and says in errors[0], err
+
+
+def test_a_radio_update_that_leaves_devices_standing_is_said(tmp_path: Path, capsys) -> None:
+    from netfl.cli import main
+
+    path = tmp_path / "m.yaml"
+    data = json_copy(MOBILE)
+    data["devices"]["groups"][0]["mobility"] = {"model": "constant_velocity"}
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path), "--set", "radio.update_interval_s=1e9"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: radio.update_interval_s: moving devices advance" in err
+    assert "only every 1e+09 s" in err
+
+
+def json_copy(data: dict) -> dict:
+    return yaml.safe_load(yaml.safe_dump(data))
+
+
+@given(motion_scenario())
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_motion_that_validates_finishes_in_bounded_work(data: dict) -> None:
+    """Whatever the motion keys (speeds, legs, pauses, the update interval, the
+    interruption, positions, kappa1 x kappa2, from 1e-300 to 1e300): a scenario that
+    validates runs to its end computing a bounded number of SimPy events and leg passes
+    (no timing: a run that would hang fails on the counts)."""
+    from netfl.errors import ScenarioError
+    from netfl.scenario import scenario_from_data
+    from netfl.simulation import simulate
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scenario = scenario_from_data(data)
+    except ScenarioError:
+        return
+    with tempfile.TemporaryDirectory() as folder, counted(500_000, 50.0) as counts:
+        result = simulate(scenario, Path(folder) / "run")
+    assert result.summary["status"] == "completed"
+    assert counts["passes"] <= 50.0 * (counts["ticks"] + 1)

@@ -49,9 +49,12 @@ def test_interrupted_run_keeps_what_was_recorded(write_scenario, tiny, tmp_path,
 
 
 def test_failed_run_says_why(write_scenario, tiny, tmp_path, capsys):
+    """A plug-in strategy that raises: the run directory says failed and why; the
+    command line calls it bad input naming the plug-in's key (exit 2, issue 34)."""
     code, out = _run(write_scenario, tiny, tmp_path, "FailAtRound1")
-    assert code == 1
-    assert "boom" in capsys.readouterr().err
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "selection.name: the plug-in " in err and "raised RuntimeError: boom" in err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "failed"
     assert "RuntimeError: boom" in summary["error"]

@@ -187,3 +187,46 @@ def test_synthetic_devices_sizes_and_owners():
     assert np.allclose(test_share, 0.2, atol=0.011)
     again = load_synthetic(config, np.random.default_rng(4), 30)
     assert np.array_equal(data.x_train.numpy(), again.x_train.numpy())
+
+
+# -- digits: scikit-learn's file, read without importing scikit-learn ---------------------
+
+
+def test_digits_are_scikit_learns_digits():
+    from sklearn.datasets import load_digits as sk_load_digits
+
+    from netfl.learning.datasets import digits_arrays
+
+    images, labels = digits_arrays()
+    bunch = sk_load_digits()
+    assert images.dtype == np.float32 and labels.dtype == np.int64
+    assert np.array_equal(images, bunch.images) and np.array_equal(labels, bunch.target)
+    assert images.shape == (1797, 8, 8) and np.bincount(labels).tolist() == [
+        178, 182, 177, 183, 181, 182, 181, 179, 174, 180
+    ]  # fmt: skip
+
+
+def test_digits_load_without_importing_scikit_learn():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, numpy as np\n"
+        "from netfl.config.learning import LearningConfig\n"
+        "from netfl.learning.datasets import load_digits\n"
+        "data = load_digits(LearningConfig(), np.random.default_rng(0), 4)\n"
+        "print(len(data.y_train) + len(data.y_test), 'sklearn' in sys.modules,"
+        " 'scipy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1797", "False", "False"]
+
+
+def test_digits_without_scikit_learn_say_what_to_install(monkeypatch):
+    import importlib.util
+
+    from netfl.learning.datasets import digits_arrays
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(DatasetError, match="pip install scikit-learn"):
+        digits_arrays()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -262,3 +263,193 @@ def test_disk_problems_compare_with_the_free_space() -> None:
     (problem,) = disk_problems(scenario, Path("runs"), free_bytes=needed - 1)
     assert problem.key == "fl.rounds"
     assert f"more than the {format_bytes(needed - 1)} free" in problem.message
+
+
+# -- a nearly full disk and a file-size limit (issue 34, part 3) -----------------------------
+
+#: Timing only, 200 devices, 50 a round: about 750 timeline rows a round, 1 s a run.
+BUSY = {
+    "name": "busy",
+    "seed": 1,
+    "radio": {"model": "fixed", "rate_ul_bps": {"dist": "uniform", "low": 1e6, "high": 2e6}},
+    "devices": {"groups": [{"name": "a", "count": 200, "n_samples": 40}]},
+    "fl": {"rounds": 40, "clients_per_round": 50, "model_size_bits": 1e6},
+    "learning": "none",
+}
+
+
+def _busy(tmp_path: Path) -> Path:
+    import yaml
+
+    path = tmp_path / "busy.yaml"
+    path.write_text(yaml.safe_dump(BUSY))
+    return path
+
+
+def _check_kept(run: Path, err: str) -> dict:
+    """What the one error line says was written is there; the finished rounds are all in
+    rounds.parquet and their clients in clients.parquet; returns the summary."""
+    import json
+
+    assert err.count("\n") == 1 and err.startswith(f"error: {run}: ")
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    written = err.split("; written: ")[1].split(";")[0].rstrip("\n").split(", ")
+    for item in written:
+        assert (run / item.split(" ")[0].rstrip("/")).exists(), item
+    assert ("timeline.parts/" in err) == (run / "timeline.parts").is_dir()
+    rounds = pd.read_parquet(run / "rounds.parquet")
+    assert len(rounds) >= summary["rounds"] > 0
+    assert len(pd.read_parquet(run / "clients.parquet")) == 200
+    return summary
+
+
+@pytest.mark.parametrize("fails", ["once", "always"])
+def test_a_full_disk_during_the_run_keeps_every_finished_round(
+    tmp_path, capsys, monkeypatch, fails
+) -> None:
+    """A timeline part fails with ENOSPC: the run stops; once the reserve is given back
+    the rounds and clients tables and the timeline rows held are written (``once``: the
+    failed part's room is free again, and the whole timeline so far is kept), and the
+    error line lists what was written; ``always``: the timeline rows that do not fit are
+    said to be lost, and no timeline.parts/ is claimed beyond what is there."""
+    import errno
+
+    from netfl.rundir import write_arrow
+
+    calls: list[Path] = []
+
+    def part(path, table):
+        calls.append(path)
+        if len(calls) == 3 or (fails == "always" and len(calls) > 3):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_arrow(path, table)
+
+    monkeypatch.setattr(streaming, "PART_ROWS", 2000)
+    monkeypatch.setattr(streaming, "write_arrow", part)
+    run = tmp_path / "run"
+    assert main(["simulate", str(_busy(tmp_path)), "--out", str(run), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    summary = _check_kept(run, err)
+    assert "the disk is full (No space left on device)" in err
+    assert "No space left on device" in summary["error"]
+    from netfl import load_run
+
+    timeline = load_run(run).timeline
+    rounds = set(timeline["round"].unique())
+    if fails == "once":
+        assert "not written" not in err
+        assert set(range(summary["rounds"])) <= rounds  # every finished round's events
+    else:
+        assert "not written for lack of space: the timeline's last rows" in err
+
+
+def test_a_full_disk_at_the_end_claims_no_parts_it_did_not_write(tmp_path, capsys, monkeypatch):
+    """The timeline, held in memory, fails as Parquet and as parts: the error does not
+    send the user to a timeline.parts/ that does not exist, and the rounds and clients
+    tables are written."""
+    import errno
+
+    import netfl.simulation
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(streaming, "write_parquet", no_space)
+    monkeypatch.setattr(streaming, "write_arrow", no_space)
+    run = tmp_path / "run"
+    assert main(["simulate", str(_busy(tmp_path)), "--out", str(run), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    _check_kept(run, err)
+    assert not (run / "timeline.parts").exists() and "timeline.parts" not in err
+    assert "rounds.parquet, clients.parquet" in err
+    assert netfl.simulation.write_parquet is not no_space  # the small tables were written
+
+
+_LIMITED = """
+import resource, sys
+import netfl.simulation as simulation
+from netfl.cli import main
+
+real = simulation.lock_run_dir
+
+def lock_then_limit(path):
+    lock = real(path)  # the lock's 1 MiB reserve first, then a file-size limit of 40 kB
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, hard))
+    return lock
+
+simulation.lock_run_dir = lock_then_limit
+sys.exit(main(["simulate", sys.argv[1], "--out", sys.argv[2], "--quiet"]))
+"""
+
+
+def test_a_file_size_limit_is_a_full_disk(tmp_path) -> None:
+    """``ulimit -f`` (RLIMIT_FSIZE): the kernel refuses the write past the limit with
+    EFBIG (Python ignores SIGXFSZ): status failed, one line, the small tables written."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", _LIMITED, str(_busy(tmp_path)), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "a file reached the file-size limit (File too large; ulimit -f)" in proc.stderr
+    summary = _check_kept(run, proc.stderr)
+    assert "File too large" in summary["error"]
+
+
+def test_a_real_full_file_system_keeps_what_fits(tmp_path) -> None:
+    """On a 3 MiB tmpfs (mounted in a user and mount namespace where that is allowed)
+    with all but about 1 MiB (the lock's reserve) and 48 kB taken: the run's timeline does
+    not fit; what the error line says is written is there (copied out before the namespace
+    ends), the rounds and clients of the finished rounds with it."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare to mount a small file system")
+    folder = tmp_path / "small"
+    folder.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=3m tmpfs {folder} || exit 77;"
+        f" head -c {2 * 2**20 - 48 * 2**10} /dev/zero > {folder}/filler;"
+        f" {sys.executable} -m netfl simulate {_busy(tmp_path)} --out {folder}/run --quiet"
+        f" 2> {tmp_path}/err; echo $? > {tmp_path}/code;"
+        f" cp -r {folder}/run {tmp_path}/copy"
+    )
+    proc = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if proc.returncode == 77 or not (tmp_path / "code").exists():
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()[:200]}")
+    err = (tmp_path / "err").read_text().replace(str(folder / "run"), str(tmp_path / "copy"))
+    assert (tmp_path / "code").read_text().strip() == "1", err
+    assert "the disk is full (No space left on device)" in err
+    _check_kept(tmp_path / "copy", err)
+
+
+def test_an_out_name_the_file_system_cannot_hold_is_refused_before_building(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    import netfl.simulation
+
+    def never(*args, **kwargs):
+        raise AssertionError("the world was built")
+
+    monkeypatch.setattr(netfl.simulation, "build_world", never)
+    out = tmp_path / ("x" * 300) / "run"
+    assert main(["simulate", str(_busy(tmp_path)), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: '{'x' * 37}...' (in --out or the scenario's name) is 300")
+    assert "this file system takes names of at most 255" in err
+    assert os.listdir(tmp_path) == ["busy.yaml"]  # nothing created

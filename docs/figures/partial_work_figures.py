@@ -11,9 +11,12 @@ into this folder (or ``--out``)::
 ``fedprox``: the FedProx paper's Fig. 1 setting (Li et al., MLSys 2020) on Synthetic(1,1):
 training loss sum_k p_k F_k(w) and test accuracy by round for FedAvg (stragglers dropped),
 FedProx mu = 0 (partial work) and FedProx mu = 1, at 0%, 50% and 90% stragglers, with paired
-differences by seed. ``lte``: time to 85% accuracy on compare_selection's loaded LTE cell
-for FedAvg dropping late clients against partial work with FedNova, under random and FedCS
-selection, with paired differences by seed.
+differences by seed, and the rounds until the training loss first falls to
+:data:`LOSS_LEVEL` as a survival question (Kaplan-Meier median over the seeds, a seed that
+never gets there censored at its last round; log-rank test stratified by seed between
+methods, :mod:`netfl.trace.survival`). ``lte``: time to 85% accuracy on compare_selection's
+loaded LTE cell for FedAvg dropping late clients against partial work with FedNova, under
+random and FedCS selection, with paired differences by seed.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from netfl.trace import metrics
+from netfl.trace import metrics, survival
 from netfl.trace.local_work import has_local_work, local_work
 from netfl.trace.run import Run, load_runs
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("FedAvg (drop stragglers)", "FedProx mu = 0 (partial work)", "FedProx mu = 1")
+#: The training loss whose first reach is timed (in rounds): about where FedProx mu = 1
+#: levels off (0.46) plus a margin the other methods cross only in some seeds.
+LOSS_LEVEL = 0.6
 
 
 def stragglers(run: Run) -> float:
@@ -146,16 +152,46 @@ def _fedprox_row(
         float(local_work(r).query("aggregated")["share"].mean()) if has_local_work(r) else 1.0
         for r in group
     ]
+    rounds, reached = rounds_to_level(group)
+    curve = survival.reach_curve(method, rounds, reached)
     return {
         "stragglers": f"{level:.0%}",
         "method": method,
         "seeds": len(group),
+        f"rounds to loss {LOSS_LEVEL}, Kaplan-Meier median [95%]": curve.median_text(),
+        "reached": f"{curve.reached}/{curve.n}",
         "training loss (last 10 rounds)": show(*metrics.mean_ci(final)),
         "round-to-round loss change, sd (last 50)": show(*metrics.mean_ci(spread)),
         "test accuracy (last 10 rounds)": show(*metrics.mean_ci(acc)),
         "updates aggregated / selected": f"{np.mean(aggregated):.2f}",
         "work share of aggregated updates": f"{np.mean(share):.2f}",
     }
+
+
+def rounds_to_level(group: list[Run]) -> tuple[np.ndarray, np.ndarray]:
+    """Per run: rounds until the training loss first falls to LOSS_LEVEL (else its number
+    of rounds, censored), and whether it got there."""
+    rounds, reached = [], []
+    for run in group:
+        loss = run.global_loss().sort_index()
+        hit = np.flatnonzero(loss.to_numpy(float) <= LOSS_LEVEL)
+        reached.append(len(hit) > 0)
+        rounds.append(float(hit[0] + 1) if len(hit) else float(len(loss)))
+    return np.array(rounds), np.array(reached)
+
+
+def _logrank_by_seed(runs: list[Run], level: float, a: str, b: str) -> str:
+    """p of the log-rank test of rounds to LOSS_LEVEL, b against a, stratified by seed."""
+    rows = []
+    for method in (a, b):
+        group = [r for r in runs if _is(r, level, method)]
+        rounds, reached = rounds_to_level(group)
+        for run, n, hit in zip(group, rounds, reached, strict=True):
+            rows.append((method, run.summary["seed"], n if hit else np.nan, n))
+    table = pd.DataFrame(rows, columns=["configuration", "seed", "time_to_target_s", "sim_time_s"])
+    tested = survival.logrank(table, baseline=a)
+    p = float(tested["p_value_by_seed"].iloc[0]) if len(tested) else np.nan
+    return "-" if not np.isfinite(p) else f"{p:.3f}"
 
 
 def _fedprox_paired(runs: list[Run], levels: list[float]) -> pd.DataFrame:
@@ -180,6 +216,9 @@ def _fedprox_paired(runs: list[Run], levels: list[float]) -> pd.DataFrame:
                     "pairs": len(seeds),
                     "difference (last 10 rounds)": show(*metrics.mean_ci(diff)),
                     "pairs where the first is higher": int(np.sum(diff > 0)),
+                    f"rounds to loss {LOSS_LEVEL}: log-rank p by seed": _logrank_by_seed(
+                        runs, level, a, b
+                    ),
                 }
             )
     return pd.DataFrame(rows)

@@ -180,6 +180,10 @@ class PilotLearner:
         self.played_back += 1
         return self.log.evaluations[self.played_back - 1]
 
+    def divergence(self) -> str | None:
+        # A checkpoint is written at a round that did not diverge: nothing to replay.
+        return None if self.replaying else self.learner.divergence()
+
     def client_losses(self, clients: np.ndarray) -> np.ndarray:
         if self.replaying:
             return np.full(len(clients), math.nan)

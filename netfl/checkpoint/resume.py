@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from netfl.checkpoint.store import Checkpoint, CheckpointError, read_checkpoint, scenario_digest
+from netfl.checkpoint.store import (
+    Checkpoint,
+    CheckpointError,
+    input_digests,
+    read_checkpoint,
+    scenario_digest,
+)
 from netfl.config import Scenario
 from netfl.recorder.streaming import STRATEGY, covers, parts_dir
 from netfl.rundir import is_run_directory
@@ -46,8 +52,9 @@ def open_run(run_dir: str | Path, overrides: Sequence[str] = ()) -> OpenRun:
     ------
     CheckpointError
         Not a netfl run, a completed run, no checkpoint, one from another netfl version,
-        an override that changes the scenario, a resolved scenario edited since, the
-        strategy's score parts the checkpoint continues from missing.
+        an override that changes the scenario, a resolved scenario or an input file
+        (trajectory, availability trace) edited since, the strategy's score parts the
+        checkpoint continues from missing.
     ScenarioError
         The run's ``scenario.resolved.yaml`` no longer validates.
     """
@@ -74,6 +81,13 @@ def open_run(run_dir: str | Path, overrides: Sequence[str] = ()) -> OpenRun:
         raise CheckpointError(
             f"{resolved}: changed since the checkpoint was written; restore it to resume"
         )
+    inputs = input_digests(scenario)
+    for key, digest in getattr(checkpoint, "inputs", {}).items():
+        if inputs.get(key) != digest:
+            raise CheckpointError(
+                f"{key}: the file changed since the checkpoint was written (its SHA-256"
+                " differs): a resumed run would mix two inputs; restore it to resume"
+            )
     scores = checkpoint.score_log.n_drained
     if not covers(run_dir, STRATEGY, scores):
         raise CheckpointError(

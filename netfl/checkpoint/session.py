@@ -27,6 +27,7 @@ from netfl.checkpoint.store import (
     Checkpoint,
     CheckpointError,
     DecisionLog,
+    input_digests,
     set_torch_rng_state,
     torch_rng_state,
     write_checkpoint,
@@ -88,6 +89,8 @@ class Checkpointer:
         server.on_round = self._end_of_round
         self.latest: _Boundary | None = None
         self.written_round = resume.round if resume is not None else 0
+        # The inputs as they were read at the start (a resume checked them unchanged).
+        self.inputs = resume.inputs if resume is not None else input_digests(world.scenario)
 
     @property
     def resumed_from_round(self) -> int | None:
@@ -138,6 +141,7 @@ class Checkpointer:
             learner=at.learner,
             score_log=self.world.server.score_log.head(at.n_scores),
             torch_rng=at.torch_rng,
+            inputs=self.inputs,
         )
         write_checkpoint(self.run_dir, checkpoint)
         self.written_round = at.round

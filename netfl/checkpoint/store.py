@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from netfl._version import __version__
+from netfl.config import Scenario
 from netfl.errors import NetflError
 from netfl.learning.interface import Evaluation
 from netfl.recorder.strategy import ScoreLog
@@ -73,11 +74,37 @@ class Checkpoint:
     score_log: ScoreLog
     torch_rng: dict[str, Any]
     format: int = FORMAT
+    inputs: dict[str, str] = field(default_factory=dict)
+    """The SHA-256 of each file the scenario reads (:func:`input_digests`), by key."""
 
 
 def scenario_digest(resolved_yaml: str) -> str:
     """The fingerprint of a resolved scenario (``dump_scenario``'s text)."""
     return hashlib.sha256(resolved_yaml.encode()).hexdigest()
+
+
+def input_digests(scenario: Scenario) -> dict[str, str]:
+    """The SHA-256 of each trace file the scenario reads (trajectories, availability
+    traces), by its key: a resumed run must read the same inputs as the run it continues
+    (a trace edited since would be mixed in silently). A file that cannot be read has no
+    digest (loading the scenario says what is wrong with it)."""
+    files = {}
+    for index, group in enumerate(scenario.devices.groups):
+        for part in ("mobility", "availability"):
+            path = getattr(getattr(group, part), "file", None)
+            if isinstance(path, str):
+                files[f"devices.groups.{index}.{part}.file"] = path
+    digests = {}
+    for key, path in files.items():
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as file:
+                while chunk := file.read(1 << 20):
+                    digest.update(chunk)
+        except OSError:
+            continue
+        digests[key] = digest.hexdigest()
+    return digests
 
 
 def torch_rng_state() -> dict[str, Any]:

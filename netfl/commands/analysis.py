@@ -7,11 +7,24 @@ import sys
 
 from netfl.errors import EXIT_OK
 
+#: netfl.trace.compare.LAST_K, without importing pandas to build the parser.
+LAST_K = 5
+
 
 def _accuracy(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"an accuracy is in [0, 1], got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of evaluations, got {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 evaluation, got {text}")
     return value
 
 
@@ -37,6 +50,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_accuracy,
         help="target accuracy in [0, 1] (default: the runs' learning.target_accuracy)",
     )
+    comp.add_argument(
+        "--last-k",
+        type=_positive_int,
+        default=LAST_K,
+        metavar="K",
+        help="evaluations averaged beside the final accuracy (accuracy_lastK, with their"
+        f" standard deviation; default {LAST_K})",
+    )
     comp.add_argument("--force", action="store_true", help="replace an existing report folder")
     comp.set_defaults(handler=_compare)
 
@@ -53,7 +74,9 @@ def _compare(args: argparse.Namespace) -> int:
     from netfl.trace.report import write_comparison
 
     out = args.out or default_run_dir(".", "compare")
-    path, messages = write_comparison(args.runs, out, target=args.target, force=args.force)
+    path, messages = write_comparison(
+        args.runs, out, target=args.target, force=args.force, last_k=args.last_k
+    )
     for message in messages:
         print(f"warning: {message}", file=sys.stderr)
     print(path)

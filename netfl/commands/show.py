@@ -21,7 +21,24 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="NAME",
         help="a registered strategy or aggregation rule (netfl list)",
     )
+    show.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the Markdown source (as in docs/) instead of rendering it for the terminal",
+    )
     show.set_defaults(handler=_show)
+
+
+def _print(text: str, markdown: bool) -> None:
+    """The reference rendered for the terminal by rich (tables drawn, escapes and code marks
+    resolved), or its Markdown source with ``--markdown``."""
+    if markdown:
+        print(text)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(text))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -30,7 +47,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.strategy in aggregations().entries():
         from netfl.learning.aggregation.docs import section as rule_section
 
-        print(rule_section(args.strategy))
+        _print(rule_section(args.strategy), args.markdown)
         return EXIT_OK
     from netfl.selection.docs import section
 
@@ -43,5 +60,5 @@ def _show(args: argparse.Namespace) -> int:
         if "did you mean" not in hint:
             hint = "; registered strategies and aggregation rules: " + ", ".join(names)
         raise NetflError(f"show: unknown strategy or aggregation rule '{args.strategy}'{hint}")
-    print(section(args.strategy))
+    _print(section(args.strategy), args.markdown)
     return EXIT_OK

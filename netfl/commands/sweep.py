@@ -79,14 +79,17 @@ def _sweep(args: argparse.Namespace) -> int:
         gpu_fraction=args.gpu_fraction,
         progress="quiet" if args.quiet else "auto",
     )
-    failed = result.failed
-    done = len(result.index) - len(failed)
+    failed, diverged = result.failed, result.diverged
+    done = len(result.index) - len(failed) - len(diverged)
     print(
         f"sweep: {done}/{len(result.index)} runs completed ({result.skipped} already done),"
-        f" {len(failed)} failed; index: {result.sweep_dir / 'index.csv'}",
+        f" {len(failed)} failed, {len(diverged)} diverged; index:"
+        f" {result.sweep_dir / 'index.csv'}",
         file=sys.stderr,
     )
     for row in failed.itertuples():
         print(f"  failed {row.run_id} [{row.label}]: {row.error}", file=sys.stderr)
+    for row in diverged.itertuples():
+        print(f"  diverged {row.run_id} [{row.label}] at round {row.error}", file=sys.stderr)
     print(result.sweep_dir)
-    return EXIT_FAILED if len(failed) else EXIT_OK
+    return EXIT_FAILED if len(failed) or len(diverged) else EXIT_OK

@@ -101,6 +101,12 @@ def to_si(value: Any, dimension: str) -> Any:
     return value
 
 
+#: ``json_schema_extra`` of the keys that name a file or folder the run reads: a relative
+#: path written in a scenario file is taken from that file's folder (``netfl.scenario``'s
+#: ``PATH_KEYS`` lists them; docs/scenario.md, "Paths").
+INPUT_PATH: dict[str, Any] = {"input_path": True}
+
+
 def _to_si(dimension: str) -> Any:
     return BeforeValidator(lambda value: to_si(value, dimension))
 

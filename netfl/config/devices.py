@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from netfl.config.base import (
+    INPUT_PATH,
     NonNegativeFloat,
     PositiveInt,
     PositiveSeconds,
@@ -70,7 +71,11 @@ class TraceAvailability(StrictModel):
     """
 
     kind: Literal["trace"] = Field(description="Intervals from a CSV trace file.")
-    file: str = Field(description="Path of the CSV file (relative to the working directory).")
+    file: str = Field(
+        description="Path of the CSV file (relative: from the scenario file's folder,"
+        " docs/scenario.md 'Paths').",
+        json_schema_extra=INPUT_PATH,
+    )
 
 
 def _number_is_bernoulli(value: Any) -> Any:

@@ -201,3 +201,29 @@ def positive_support(dist: Any, *, zero_ok: bool = False) -> bool:
     if isinstance(dist, Choice):
         return min(dist.values) > 0 or (zero_ok and min(dist.values) == 0)
     return isinstance(dist, Exponential | LogNormal)
+
+
+#: The probability a draw exceeds a distribution's :func:`upper_reach`.
+REACH_TAIL = 1e-9
+_NORMAL_REACH_SIGMAS = 6.0  # P(Z > 6) = 9.9e-10
+
+
+def upper_reach(dist: Any) -> float:
+    """The largest value ``dist`` draws: its upper bound, or for an unbounded tail the
+    value exceeded with probability about :data:`REACH_TAIL` (normal: mean + 6 sigma;
+    log-normal: median e^(6 sigma); exponential: mean ln(1e9))."""
+    if isinstance(dist, Constant):
+        return dist.value
+    if isinstance(dist, Uniform):
+        return dist.high
+    if isinstance(dist, Choice):
+        return max(dist.values)
+    if isinstance(dist, Normal):
+        return dist.mean + _NORMAL_REACH_SIGMAS * dist.std
+    if isinstance(dist, TruncNormal):
+        return min(dist.high, dist.mean + _NORMAL_REACH_SIGMAS * dist.std)
+    if isinstance(dist, LogNormal):
+        return float(dist.median * np.exp(_NORMAL_REACH_SIGMAS * dist.sigma))
+    if isinstance(dist, Exponential):
+        return float(dist.mean * -np.log(REACH_TAIL))
+    raise TypeError(f"no upper reach for {type(dist).__name__}")

@@ -247,6 +247,20 @@ def render() -> str:
         " `MBps`). YAML 1.1 reads `1e6` as a string; it is accepted as a number. Numbers"
         " are finite (`.inf` and `.nan` are refused) except a truncated normal's bounds.",
         "",
+        "**Paths.** The keys that name a file or folder the run reads"
+        " (`devices.groups.N.mobility.file`, `devices.groups.N.availability.file`,"
+        " `learning.data_root`) take a relative path from the folder of the scenario file"
+        " that writes it, not from the working directory: `file: traces/cars.csv` in"
+        " `study/scenario.yaml` reads `study/traces/cars.csv` wherever netfl runs. The values"
+        " of a sweep file (`grid`, `zip`, `overrides`) are taken from the sweep file's"
+        " folder. A path given on the command line (`--set learning.data_root=data/cifar10`)"
+        " is taken from the working directory, as the shell completes it, and so is one in a"
+        " built-in scenario named by its name (`netfl simulate gpfl_cifar10`) or in a"
+        " mapping given to `netfl.scenario.scenario_from_data`. `~` is the home folder."
+        " Loading makes every such path absolute, so `scenario.resolved.yaml` (and"
+        " `--resume`) reads the same files from any folder. `output.root`, where runs are"
+        " written, stays relative to the working directory, like `--out`.",
+        "",
         "**Plug-ins run code.** Where a key takes a registered name (`selection.name`,"
         " `radio.channel_model`, `learning.dataset`, `learning.model`), it also takes"
         " `package.module:Name`, and strategies installed by other packages register"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from netfl.config.base import (
     Bits,
@@ -35,6 +35,10 @@ ASYNC_PROTOCOLS = frozenset({"fedasync", "fedbuff"})
 #: Bounds of the hierarchical counts (issue 27: 10^12 validated and then ran for ever).
 MAX_LOCAL_REPEATS = 1000
 MAX_EDGE_ROUNDS = 1000
+#: Bound of kappa1 x kappa2, the local updates of every selected client in one
+#: hierarchical round (issue 34: each bound alone let 1000 x 1000 through, a round of
+#: days): ten times what a single count may reach.
+MAX_ROUND_UPDATES = 10 * MAX_LOCAL_REPEATS
 
 #: Keys that only some protocols read. A value other than the default under another
 #: protocol is refused, naming the key (a resolved scenario writes every default out, so
@@ -254,8 +258,10 @@ class FLConfig(StrictModel):
     )
     server_lr: PositiveFloat = Field(
         default=1.0,
+        le=1000.0,
         description="fedbuff: the server learning rate eta_g applied to the buffer's average"
-        " update (Nguyen et al. 2022 Alg. 1).",
+        " update (Nguyen et al. 2022 Alg. 1); at most 1,000 (from 2 on, validate warns: the"
+        " buffer's step overshoots the optimum by more than it corrects).",
     )
 
     kappa1: PositiveInt = Field(
@@ -264,7 +270,8 @@ class FLConfig(StrictModel):
         description="hierarchical: local updates (each one learning.local_epochs or"
         " local_steps) a client runs between two edge aggregations (kappa_1 of Liu et al."
         " 2020, Alg. 1, counted in local updates). At most 1,000: every local update is real"
-        " training of the client's data, so a job's cost grows with kappa1.",
+        " training of the client's data, so a job's cost grows with kappa1. kappa1 x kappa2"
+        " is at most 10,000: a round's local updates.",
     )
     kappa2: PositiveInt = Field(
         default=2,
@@ -273,6 +280,18 @@ class FLConfig(StrictModel):
         " At most 1,000: a round (one row of rounds.parquet, one evaluation) is kappa2 edge"
         " rounds of every selected client.",
     )
+
+    @field_validator("kappa2")
+    @classmethod
+    def _round_of_bounded_work(cls, kappa2: int, info: ValidationInfo) -> int:
+        kappa1 = info.data.get("kappa1", 1)
+        if kappa1 * kappa2 > MAX_ROUND_UPDATES:
+            raise ValueError(
+                f"kappa1 x kappa2 = {kappa1 * kappa2:,} local updates of every selected client"
+                f" in one hierarchical round: at most {MAX_ROUND_UPDATES:,} (each is real"
+                " training; such a round runs for days)"
+            )
+        return kappa2
 
     @model_validator(mode="after")
     def _stops(self) -> FLConfig:

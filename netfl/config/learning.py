@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from netfl.config.base import (
+    INPUT_PATH,
     NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
@@ -61,6 +62,10 @@ class SyntheticParams(StrictModel):
         description="Samples added to every device (at most a billion).",
     )
 
+
+#: The largest learning rate, proximal weight or weight decay taken: beyond any stable
+#: setting (issue 34: 1e308 overflowed the float32 training with no key named).
+MAX_RATE = 1000.0
 
 #: Per-dataset parameter models for ``learning.dataset_params`` (netfl's other datasets
 #: take none, which :func:`netfl.registry.registry_checks` enforces; a plug-in's loader
@@ -163,8 +168,10 @@ class LearningConfig(StrictModel):
         default=None,
         description=(
             "Folder with the dataset's files, for file-based datasets (mnist, fashion_mnist,"
-            " cifar10, femnist); a relative path is taken from the working directory."
+            " cifar10, femnist; plug-ins read it too); a relative path is taken from the"
+            " scenario file's folder (docs/scenario.md, 'Paths')."
         ),
+        json_schema_extra=INPUT_PATH,
     )
     test_fraction: Probability = Field(
         default=0.2,
@@ -188,7 +195,12 @@ class LearningConfig(StrictModel):
         ),
     )
     batch_size: PositiveInt = Field(default=10, description="Local minibatch size.")
-    lr: PositiveFloat = Field(default=0.05, description="Initial learning rate of local SGD.")
+    lr: PositiveFloat = Field(
+        default=0.05,
+        le=MAX_RATE,
+        description="Initial learning rate of local SGD (at most 1,000: far beyond a stable"
+        " step for any model; netfl validate warns where the step is unstable).",
+    )
     lr_decay: PositiveFloat = Field(
         default=1.0, le=1.0, description="Learning rate multiplied by this every round."
     )
@@ -202,14 +214,21 @@ class LearningConfig(StrictModel):
     momentum: NonNegativeFloat = Field(
         default=0.0, lt=1.0, description="SGD momentum of local training (torch.optim.SGD)."
     )
-    weight_decay: NonNegativeFloat = Field(default=0.0, description="SGD weight decay (L2).")
+    weight_decay: NonNegativeFloat = Field(
+        default=0.0,
+        le=MAX_RATE,
+        description="SGD weight decay (L2), at most 1,000 (lr x (prox_mu + weight_decay)"
+        " of 2 (1 + momentum) or more makes every local step unstable: validate warns).",
+    )
     prox_mu: NonNegativeFloat = Field(
         default=0.0,
+        le=MAX_RATE,
         description=(
             "FedProx's proximal term (Li et al., MLSys 2020, eq. (2)): each client minimises"
             " F_k(w) + (mu / 2) ||w - w_t||^2 from the global model w_t, so each local step's"
             " gradient gains mu (w - w_t); 0: plain local SGD (FedAvg). The paper uses"
-            " mu = 1 on Synthetic(1,1)."
+            " mu = 1 on Synthetic(1,1). At most 1,000; lr x (prox_mu + weight_decay) of"
+            " 2 (1 + momentum) or more makes every local step unstable (validate warns)."
         ),
     )
     eval_every_rounds: PositiveInt | None = Field(
@@ -247,12 +266,16 @@ class LearningConfig(StrictModel):
             " threads beyond the cores only wait for one."
         ),
     )
-    backend: Literal["batched", "sequential"] = Field(
+    backend: Literal["batched", "dense", "sequential"] = Field(
         default="batched",
         description=(
-            "batched: a round's clients train together (torch.func vmap; on CPU, models with"
-            " convolutions use the sequential loop, which is faster there); sequential: one"
-            " client after another (the reference). Both give the same updates."
+            "batched: a round's clients train together; on CPU, Flatten/Linear/ReLU stacks"
+            " (logistic regression, MLPs) take the dense path, models with convolutions the"
+            " sequential loop (faster there), other models torch.func vmap, as on a GPU."
+            " dense: the hand-written forward and backward pass of Linear and ReLU layers for"
+            " all clients at once (refused for other models). sequential: one client after"
+            " another (the reference). All give the same updates up to float rounding;"
+            " summary.json's training_path says which ran."
         ),
     )
     max_parallel_clients: PositiveInt | None = Field(
@@ -303,7 +326,7 @@ class LearningConfig(StrictModel):
             raise ValueError("set eval_every_rounds, eval_every_s, or both")
         if self.bf16 and self.device == "cpu":
             raise ValueError("bf16 autocast is for cuda; set device to auto or cuda")
-        if self.bf16 and self.backend == "sequential":
+        if self.bf16 and self.backend != "batched":
             raise ValueError("bf16 autocast is a feature of the batched backend")
         return self
 

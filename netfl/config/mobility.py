@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from netfl.config.base import (
+    INPUT_PATH,
     NonNegativeFloat,
     PositiveSeconds,
     Probability,
@@ -43,10 +44,27 @@ from netfl.config.dist import (
     JobWork,
     LogNormal,
     positive_support,
+    upper_reach,
 )
 
 KMH = 1 / 3.6
 """One km/h in m/s."""
+
+MAX_SPEED_MPS = 500 * KMH
+"""The fastest a device may move, 500 km/h (138.9 m/s): the top of IMT-2020's mobility
+range (Rec. ITU-R M.2083-0, Sec. 4.2 and Fig. 3: high-speed trains), what LTE and NR
+are specified for; faster devices are not on a cellular network netfl models, and a
+speed of 1e9 m/s walked a random waypoint's legs without end (issue 34)."""
+MAX_COORDINATE_M = 1e7
+"""The largest position coordinate taken, 10,000 km from the layout's centre (a quarter
+of the Earth's circumference): no cellular layout reaches that far, and float64 still
+resolves a position to under a micrometre there."""
+
+MAX_TRACE_TIME_S = 1e10
+"""The largest trace time taken (317 years: Unix times in seconds fit), s."""
+
+Coordinate = Annotated[float, Field(ge=-MAX_COORDINATE_M, le=MAX_COORDINATE_M)]
+"""A position coordinate of the layout, m (:data:`MAX_COORDINATE_M`)."""
 
 #: TS 36.331 Sec. 6.3.5 TimeToTrigger ::= ENUMERATED {ms0, ms40, ..., ms5120}, in seconds.
 TIME_TO_TRIGGER_S = (
@@ -73,6 +91,9 @@ FILTER_COEFFICIENTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 17, 19)
 T310_S = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 N310 = (1, 2, 3, 4, 6, 8, 10, 20)
 N311 = (1, 2, 3, 4, 5, 6, 8, 10)
+#: TS 36.331 Sec. 6.3.2 RLF-TimersAndConstants t311's longest value (ms30000): the longest
+#: a device tries to re-establish its connection before it gives up (goes idle), s.
+MAX_OUTAGE_S = 30.0
 
 _PEDESTRIAN = Constant(value=3 * KMH)
 _VEHICLE = Constant(value=50 * KMH)
@@ -88,6 +109,20 @@ _SPEED_EXAMPLES = (
 def _non_negative(value: object) -> object:
     if not positive_support(value, zero_ok=True):
         raise ValueError("a speed cannot be negative: use a distribution with support >= 0")
+    return _below_speed_limit(value)
+
+
+def _below_speed_limit(value: object, std_mps: float = 0.0) -> object:
+    """Refuse speeds past :data:`MAX_SPEED_MPS`: a distribution's :func:`upper_reach`,
+    plus 6 ``std_mps`` (a Gauss-Markov speed's spread around its mean)."""
+    reach = upper_reach(value) + 6.0 * std_mps
+    if not reach <= MAX_SPEED_MPS:
+        around = " (the mean's reach + 6 speed_std_mps)" if std_mps else ""
+        raise ValueError(
+            f"speeds reach {reach:.4g} m/s{around}, past the {MAX_SPEED_MPS:.1f} m/s"
+            " (500 km/h) that LTE and NR are specified for (Rec. ITU-R M.2083: IMT-2020's"
+            " mobility range; high-speed trains)"
+        )
     return value
 
 
@@ -111,7 +146,7 @@ def _waypoint_speed(value: object) -> object:
             " mean speed decays to 0): use constant, uniform with low > 0, choice of"
             " positive values, truncnormal with low > 0, or lognormal"
         )
-    return value
+    return _below_speed_limit(value)
 
 
 def _pause(value: object) -> object:
@@ -215,10 +250,10 @@ class ConstantVelocityMobility(StrictModel):
     """
 
     model: Literal["constant_velocity"] = Field(description="Mobility model.")
-    start_m: tuple[float, float] = Field(
+    start_m: tuple[Coordinate, Coordinate] = Field(
         default=(0.0, 0.0),
         description="A point [x, y] on the road, m (layout coordinates: the centre site at"
-        " the origin).",
+        " the origin; each within 10,000 km).",
     )
     heading_deg: float = Field(
         default=0.0,
@@ -262,7 +297,8 @@ class GaussMarkovMobility(StrictModel):
     )
     speed_std_mps: NonNegativeFloat = Field(
         default=0.2,
-        description="Standard deviation sigma_s of the speed around its mean, m/s.",
+        description="Standard deviation sigma_s of the speed around its mean, m/s (the"
+        " mean's reach plus 6 sigma_s within 500 km/h).",
     )
     mean_direction_deg: float | None = Field(
         default=None,
@@ -271,7 +307,9 @@ class GaussMarkovMobility(StrictModel):
     )
     direction_std_deg: NonNegativeFloat = Field(
         default=30.0,
-        description="Standard deviation of the direction around its mean, degrees.",
+        le=360.0,
+        description="Standard deviation of the direction around its mean, degrees (at most"
+        " 360: a wider spread is a uniform direction already).",
     )
     alpha: Probability = Field(
         default=0.75,
@@ -281,12 +319,21 @@ class GaussMarkovMobility(StrictModel):
         default=1.0, description="The interval over which alpha applies, s."
     )
 
+    @field_validator("speed_std_mps")
+    @classmethod
+    def _speeds_within_limit(cls, value: float, info: ValidationInfo) -> float:
+        # The speed process is N(s_mean, sigma_s^2) around each device's mean.
+        mean = info.data.get("mean_speed_mps")
+        if mean is not None:
+            _below_speed_limit(mean, value)
+        return value
+
 
 class TrajectoryMobility(StrictModel):
     """Positions read from a file, linearly interpolated between samples.
 
-    Formats: ``sumo_fcd`` (SUMO's ``--fcd-output``, read with ``sumolib``: install
-    ``netfl[sumo]``), the group's devices following the file's vehicles in the order they
+    Formats: ``sumo_fcd`` (SUMO's ``--fcd-output``, in the encoding it declares), the
+    group's devices following the file's vehicles in the order they
     first appear; ``csv`` with the header ``time_s,device,x_m,y_m``, ``device`` the global
     client id (the ``client`` column of clients.parquet; ids outside the group are refused,
     and every device of the group needs at least one row). Before its first sample a device
@@ -297,19 +344,24 @@ class TrajectoryMobility(StrictModel):
 
     model: Literal["trajectory"] = Field(description="Mobility model.")
     file: str = Field(
-        description="Path of the trajectory file (relative to the working directory)."
+        description="Path of the trajectory file (relative: from the scenario file's folder,"
+        " docs/scenario.md 'Paths').",
+        json_schema_extra=INPUT_PATH,
     )
     format: Literal["csv", "sumo_fcd"] | None = Field(
         default=None,
         description="File format (null: from the file name, .csv or .xml).",
     )
-    offset_m: tuple[float, float] = Field(
+    offset_m: tuple[Coordinate, Coordinate] = Field(
         default=(0.0, 0.0),
-        description="Shift [dx, dy] added to the file's coordinates, m.",
+        description="Shift [dx, dy] added to the file's coordinates, m (each within 10,000 km).",
     )
     time_offset_s: float = Field(
         default=0.0,
-        description="Trace time at simulated time 0, s (the trace is read from there on).",
+        ge=-MAX_TRACE_TIME_S,
+        le=MAX_TRACE_TIME_S,
+        description="Trace time at simulated time 0, s (the trace is read from there on;"
+        " within 1e10 s, as the file's times).",
     )
     outside: Literal["refuse", "clip"] = Field(
         default="refuse",
@@ -371,8 +423,10 @@ class HandoverConfig(StrictModel):
     )
     interruption_s: Seconds = Field(
         default=0.05,
+        le=MAX_OUTAGE_S,
         description="Time a handover interrupts the device's transfers, s (TS 36.133"
-        " Sec. 5.1.2.1: 20 + T_IU <= 50 ms for a known target).",
+        " Sec. 5.1.2.1: 20 + T_IU <= 50 ms for a known target). At most 30 s, T311's"
+        " longest setting (TS 36.331): longer, the device would give the connection up.",
     )
     qout_db: float = Field(
         default=-8.0,
@@ -402,8 +456,10 @@ class HandoverConfig(StrictModel):
     )
     reestablishment_s: Seconds = Field(
         default=1.0,
+        le=MAX_OUTAGE_S,
         description="Time from a radio link failure until the device is attached again to"
-        " its strongest cell, s (an assumption: cell search and RRC re-establishment).",
+        " its strongest cell, s (an assumption: cell search and RRC re-establishment; at"
+        " most 30 s, T311's longest setting).",
     )
     ping_pong_window_s: Seconds = Field(
         default=1.0,

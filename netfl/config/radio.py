@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     PrivateAttr,
@@ -298,6 +299,23 @@ RateMappingConfig = Annotated[
 ]
 
 
+MIN_UPDATE_INTERVAL_S = 1e-3
+"""The shortest radio update interval but 0: one LTE subframe (TS 36.211 Sec. 4.1), the
+scheduler's time step; an NR slot is at most that (TS 38.211 Sec. 4.3.1). Moving devices
+tick every update, so 1e-9 s ticked a billion times a simulated second, and 1e-300 s did
+not advance the clock at all (issue 34)."""
+
+
+def _update_interval(value: float) -> float:
+    if 0 < value < MIN_UPDATE_INTERVAL_S:
+        raise ValueError(
+            f"a radio update every {value:g} s is shorter than a subframe (1 ms, TS 36.211"
+            " Sec. 4.1), the scheduler's step: give 0 (at once, at flow events) or at least"
+            " 0.001"
+        )
+    return value
+
+
 class LteRadioConfig(StrictModel):
     """``model: lte``: an LTE cell whose resource blocks the transfers share.
 
@@ -349,13 +367,15 @@ class LteRadioConfig(StrictModel):
             " cells interfere through the transfers in flight, on top of it."
         ),
     )
-    update_interval_s: NonNegativeFloat | None = Field(
+    update_interval_s: Annotated[NonNegativeFloat, AfterValidator(_update_interval)] | None = Field(
         default=0.1,
         description=(
-            "Radio update: the longest a transfer's rate lags the interference it sees, s."
-            " A flow's SINR is exact at its start; when the other cells' transfers change,"
-            " every link in flight is recomputed this long after (0: at once; null: never,"
-            " a transfer keeps the SINR it started with). docs/radio.md, 'Radio update'."
+            "Radio update: the longest a transfer's rate lags the interference it sees,"
+            " s. A flow's SINR is exact at its start; when the other cells' transfers"
+            " change, every link in flight is recomputed this long after (0: at once;"
+            " null: never, a transfer keeps the SINR it started with). Otherwise at"
+            " least 0.001 s, one subframe (the scheduler's step): moving devices advance"
+            " every update, and a shorter tick only costs. docs/radio.md, 'Radio update'."
         ),
     )
     fluctuation_eta: float | None = Field(

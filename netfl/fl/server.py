@@ -26,6 +26,7 @@ import numpy as np
 import simpy
 
 from netfl.config.fl import FLConfig
+from netfl.errors import Diverged
 from netfl.features import Feature
 from netfl.fl.device import Devices
 from netfl.fl.energy import EnergyMeter
@@ -480,10 +481,15 @@ class Server:
 
     def _end_record(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
         """A round (or global version) is over: evaluate if due, stamp its end and energy,
-        log ``round_end``, count its outcomes."""
+        log ``round_end``, count its outcomes; :class:`Diverged` once the model or a loss
+        is no longer finite (the round recorded, unevaluated)."""
         env = self.env
-        if self.eval_schedule.due(record.round, env.now):
+        # A diverged model is not evaluated: its accuracy would be noise.
+        cause = self._divergence()
+        if cause is None and self.eval_schedule.due(record.round, env.now):
             self._evaluate(record)
+            if not math.isnan(record.accuracy) and not math.isfinite(record.loss):
+                cause = f"the global model's test loss is {record.loss:g}"
         record.t_end_s = env.now
         record.energy_tx_j, record.energy_compute_j = self.energy.round_totals()
         partial = self.plan.partial
@@ -495,6 +501,12 @@ class Server:
             env.now, "round_end", record.round, duration_s=env.now - record.t_start_s
         )
         self._count(record, outcomes)
+        if cause is not None:
+            raise Diverged(record.round, cause)
+
+    def _divergence(self) -> str | None:
+        with self._training():
+            return self.learner.divergence()
 
     def _count(self, record: RoundRecord, outcomes: list[Outcome]) -> None:
         status = self._count_outcomes(outcomes)

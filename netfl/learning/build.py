@@ -76,6 +76,7 @@ def build_learner(
     except RuntimeError as exc:
         raise ScenarioError.single("learning.device", str(exc)) from exc
     _warn_ignored(config, device)
+    _check_dense(config, model)
     if config.threads is not None and device.type == "cpu":
         torch.set_num_threads(config.threads)
     aggregation = aggregation or AggregationConfig()
@@ -117,6 +118,21 @@ def model_problem(config: LearningConfig, dataset: Dataset) -> None:
         )
     except ModelCheckError as exc:
         raise ScenarioError.single("learning.model", f"'{config.model}' {exc}") from None
+
+
+def _check_dense(config: LearningConfig, model: torch.nn.Module) -> None:
+    """``learning.backend: dense`` needs a Flatten/Linear/ReLU stack: say why not."""
+    if config.backend != "dense":
+        return
+    from netfl.learning.dense import dense_layers
+
+    why = dense_layers(model)
+    if isinstance(why, str):
+        raise ScenarioError.single(
+            "learning.backend",
+            f"dense takes stacks of Linear and ReLU layers, and the model '{config.model}'"
+            f" is not one: {why}; use batched or sequential",
+        )
 
 
 def _warn_ignored(config: LearningConfig, device: torch.device) -> None:

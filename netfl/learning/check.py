@@ -182,6 +182,13 @@ def _check_training(model: nn.Module, x: torch.Tensor, n_classes: int, backend: 
     trainer: Any
     if backend == "sequential":
         trainer = SequentialTrainer(model, torch.device("cpu"))
+    elif backend == "dense":
+        from netfl.learning.dense import DenseTrainer, dense_layers
+
+        why = dense_layers(model)
+        if isinstance(why, str):
+            raise ModelCheckError(f"cannot train with learning.backend dense: {why}")
+        trainer = DenseTrainer(model, torch.device("cpu"))
     else:
         from netfl.learning.batched import BatchedTrainer
 

@@ -147,6 +147,11 @@ class Learner(Protocol):
 
     def evaluate(self) -> Evaluation: ...
 
+    def divergence(self) -> str | None:
+        """Why the model can no longer be trained (a non-finite parameter or training
+        loss), or None; the server stops the run there (:class:`netfl.errors.Diverged`)."""
+        ...
+
     def client_losses(self, clients: np.ndarray) -> np.ndarray: ...
 
     def client_test_losses(self) -> np.ndarray: ...
@@ -234,6 +239,9 @@ class NullLearner:
 
     def evaluate(self) -> Evaluation:
         return Evaluation(math.nan, math.nan)
+
+    def divergence(self) -> str | None:
+        return None
 
     def client_losses(self, clients: np.ndarray) -> np.ndarray:
         return np.full(len(clients), np.nan)

@@ -31,6 +31,7 @@ from netfl.config.learning import LearningConfig
 from netfl.learning.aggregation.aggregator import Aggregator
 from netfl.learning.aggregation.fedavg import fedavg
 from netfl.learning.datasets import Dataset
+from netfl.learning.divergence import nonfinite_loss, nonfinite_tensor
 from netfl.learning.evaluation import (
     group_means,
     mixture_losses,
@@ -73,11 +74,30 @@ def pick_device(name: str) -> torch.device:
 
 
 def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.device) -> Trainer:
+    """The backend's trainer; ``batched`` on CPU takes the dense path for every model it
+    fits (:func:`netfl.learning.dense.dense_layers`); ``dense`` for a model it does not
+    fit raises ValueError saying why."""
     if config.backend == "sequential":
         return SequentialTrainer(model, device)
+    from netfl.learning.dense import DenseTrainer, dense_layers
+
+    if config.backend == "dense" or (
+        device.type == "cpu" and not isinstance(dense_layers(model), str)
+    ):
+        return DenseTrainer(model, device)
     from netfl.learning.batched import BatchedTrainer
 
     return BatchedTrainer(model, device, config.max_parallel_clients, config.bf16)
+
+
+def training_path(trainer: Trainer) -> str:
+    """Which path trains the clients, in words (summary.json's ``training_path``)."""
+    path = getattr(trainer, "path", None)
+    if isinstance(path, str):
+        return path
+    if getattr(trainer, "fallback", None) is not None:  # BatchedTrainer on CPU, with convolutions
+        return "sequential (a model with convolutions trains client by client on CPU)"
+    return "batched (torch.func.vmap)"
 
 
 class TorchLearner:
@@ -119,6 +139,8 @@ class TorchLearner:
         self.aggregator = aggregator or Aggregator(param_names=self.param_names)
         #: Local updates run back to back in one job (HierFAVG's kappa_1; 1 otherwise).
         self.local_repeats = 1
+        #: A non-finite training loss among the updates aggregated so far (None: none).
+        self._diverged: str | None = None
 
     @property
     def n_samples(self) -> np.ndarray:
@@ -231,7 +253,9 @@ class TorchLearner:
         else:
             bases = [self.global_state] * len(results)
         trained = [i for i, r in enumerate(results) if r.states]
-        if trained:
+        for i in trained:
+            self._diverged = self._diverged or nonfinite_loss(results[i])
+        if trained and self._diverged is None:
             proposed = apply_updates(
                 self.global_state,
                 [results[i] for i in trained],
@@ -294,6 +318,9 @@ class TorchLearner:
         self._previous_state = self.global_state
         if not np.any(arrived):
             return
+        self._diverged = self._diverged or nonfinite_loss(result, arrived)
+        if self._diverged is not None:
+            return  # no model to aggregate: the run stops at the end of this round
         weights = torch.as_tensor(np.where(arrived, result.n_samples, 0), dtype=torch.float64)
         norms = None if result.path_norms is None else torch.as_tensor(result.path_norms)
         aggregated = self.aggregator.aggregate(self.global_state, result.states, weights, norms)
@@ -322,6 +349,13 @@ class TorchLearner:
         return Evaluation(
             float(correct.double().mean()), float(losses.double().mean()), client_loss
         )
+
+    def divergence(self) -> str | None:
+        """Why training cannot go on: a client aggregated since the start with a
+        non-finite local training loss (its update was not aggregated), or a parameter or
+        buffer of the global model that is not finite; None while all is finite. One
+        device synchronisation per call (the server calls it once a round)."""
+        return self._diverged or nonfinite_tensor(self.global_state)
 
     def client_losses(self, clients: np.ndarray) -> np.ndarray:
         """F_k(w): mean loss of the global model on each client's training data (NaN if none)."""

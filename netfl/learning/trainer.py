@@ -97,8 +97,9 @@ def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
     Momentum rho (torch.optim.SGD, no dampening): ||a||_1 = [tau - rho (1 - rho^tau) /
     (1 - rho)] / (1 - rho). Proximal term mu: ||a||_1 = [1 - (1 - lr mu)^tau] / (lr mu).
     Both: the impulse response of the scalar recursion (v <- rho v + g + mu x,
-    x <- x - lr v), summed in absolute value. Weight decay is left out, as in the authors'
-    code (github.com/JYWa/FedNova).
+    x <- x - lr v), summed in absolute value (so with lr mu > 1, where the proximal
+    form's terms alternate in sign, ||a||_1 = [1 - |1 - lr mu|^tau] / [1 - |1 - lr mu|]).
+    Weight decay is left out, as in the authors' code (github.com/JYWa/FedNova).
     """
     tau = np.asarray(steps, dtype=np.int64)
     rho, eta_mu = sgd.momentum, sgd.lr * sgd.prox_mu
@@ -107,7 +108,14 @@ def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
             return tau.astype(float)
         return (tau - rho * (1 - rho**tau) / (1 - rho)) / (1 - rho)
     if rho == 0:
-        return (1 - (1 - eta_mu) ** tau) / eta_mu
+        # |a_m| = |1 - lr mu|^m: the closed form above while lr mu <= 1; beyond, the terms
+        # alternate in sign (lr mu < 2) or grow (lr mu >= 2: the local step is unstable,
+        # and the norm overflows to inf, as the model does).
+        q = abs(1.0 - eta_mu)
+        if q == 1.0:
+            return tau.astype(float)
+        with np.errstate(over="ignore"):
+            return (1 - q**tau) / (1 - q)
     longest = int(tau.max(initial=0))
     reach = np.zeros(longest + 1)  # reach[m]: |a| of a gradient m steps before the end
     x, velocity, impulse = 0.0, 0.0, 1.0
@@ -143,17 +151,32 @@ def minibatches(n: int, sgd: LocalSGD, generator: torch.Generator) -> list[torch
     Epochs: one shuffled pass after another, split into batches (the last may be short).
     Steps: shuffled passes concatenated and cut into ``steps`` batches of min(b, n).
     """
+    order, step, _ = minibatch_order(n, sgd, generator)
     if n == 0:
         return []
+    return list(torch.from_numpy(order).split(np.bincount(step).tolist()))
+
+
+def minibatch_order(
+    n: int, sgd: LocalSGD, generator: torch.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every sample visit of one local update, in order (what :func:`minibatches` splits):
+    the sample's position 0..n-1, the step it is part of, and its slot in that step's
+    minibatch (int64 arrays); drawn from ``generator`` one shuffled pass after another."""
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
     if sgd.steps is None:
-        batches: list[torch.Tensor] = []
-        for _ in range(sgd.epochs):
-            batches.extend(torch.randperm(n, generator=generator).split(sgd.batch_size))
-        return batches
+        passes = [torch.randperm(n, generator=generator) for _ in range(sgd.epochs)]
+        order = torch.cat(passes).numpy()
+        visit = np.arange(len(order))
+        within = visit % n  # position in its pass; a pass is ceil(n / b) batches
+        step = (visit // n) * -(-n // sgd.batch_size) + within // sgd.batch_size
+        return order, step, within % sgd.batch_size
     size = min(sgd.batch_size, n)
-    passes = -(-sgd.steps * size // n)
-    order = torch.cat([torch.randperm(n, generator=generator) for _ in range(passes)])
-    return list(order[: sgd.steps * size].split(size))
+    passes = [torch.randperm(n, generator=generator) for _ in range(-(-sgd.steps * size // n))]
+    visit = np.arange(sgd.steps * size)
+    return torch.cat(passes).numpy()[: len(visit)], visit // size, visit % size
 
 
 def client_plans(
@@ -181,6 +204,8 @@ def loss_summary(losses: torch.Tensor) -> tuple[float, float]:
 
 class SequentialTrainer:
     """Reference backend: train each client in turn with a plain module and optimizer."""
+
+    path = "sequential"
 
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         # One working copy, reloaded from the global state for each client (a deepcopy per

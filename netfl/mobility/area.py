@@ -30,15 +30,19 @@ _LATTICE_AXIAL = ((5, -2), (2, 3))
 _CLUSTER_RINGS = 2
 _AROUND = np.array([(da, db) for da in (0, -1, 1) for db in (0, -1, 1)])  # search order
 _INSIDE_ISD = 2.0  # a circle inside the 19-site cluster (fold_into_cluster), in ISDs
+#: Layout extents beyond which a point is brought in along its direction before its
+#: nearest site is sought: site distances still differ by metres there (float64).
+_FAR = 1e9
 #: Edge normals of a pointy-top hexagon (0, 60, 120 degrees; the others are their opposites).
 _NORMALS = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0.0, 60.0, 120.0])])
 
 
 def nearest_site(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
-    """Index of the nearest site of each point (no wrap-around)."""
+    """Index of the nearest site of each point (no wrap-around; ``hypot``, so that points
+    as far as 1e300 m do not overflow to a tie)."""
     xy = np.asarray(xy_m, dtype=float).reshape(-1, 2)
-    d2 = ((xy[:, None, :] - layout.site_xy_m[None, :, :]) ** 2).sum(axis=2)
-    return np.argmin(d2, axis=1)
+    offsets = xy[:, None, :] - layout.site_xy_m[None, :, :]
+    return np.argmin(np.hypot(offsets[..., 0], offsets[..., 1]), axis=1)
 
 
 def inside_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
@@ -47,11 +51,20 @@ def inside_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
     The hexagon holding a point is found by rounding its axial coordinates; the layout's
     sites are the hexagons within ``rings`` of the centre one. Points that rounding puts
     outside (few) are checked against their nearest site's hexagon, with its tolerance
-    for points on an edge."""
+    for points on an edge. Points beyond the layout's bounding circle, or not finite, are
+    outside without that (their axial coordinates would overflow the integer cast from
+    about 1e21 m on, and wrap to a hexagon inside)."""
     xy = np.asarray(xy_m, dtype=float).reshape(-1, 2)
-    q, r = _axial(layout, xy)
-    inside = _hex_distance(q, r) <= SITE_RINGS[layout.n_sites]
-    doubt = np.flatnonzero(~inside)
+    reach = (SITE_RINGS[layout.n_sites] + 1) * layout.inter_site_distance_m
+    near = np.all(np.abs(xy) <= reach, axis=1)  # False for NaN
+    if near.all():  # the usual case: no copies
+        q, r = _axial(layout, xy)
+        inside = _hex_distance(q, r) <= SITE_RINGS[layout.n_sites]
+    else:
+        inside = np.zeros(len(xy), dtype=bool)
+        q, r = _axial(layout, xy[near])
+        inside[near] = _hex_distance(q, r) <= SITE_RINGS[layout.n_sites]
+    doubt = np.flatnonzero(near & ~inside)
     if len(doubt):
         local = xy[doubt] - layout.site_xy_m[nearest_site(layout, xy[doubt])]
         inside[doubt] = inside_hexagon(local[:, 0], local[:, 1], layout.site_radius_m)
@@ -60,8 +73,14 @@ def inside_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
 
 def clip_to_layout(layout: Layout, xy_m: np.ndarray) -> np.ndarray:
     """Points outside the area moved radially onto the boundary of their nearest site's
-    hexagon (points inside it are unchanged)."""
+    hexagon (points inside it are unchanged; finite points at any distance)."""
     xy = np.array(xy_m, dtype=float).reshape(-1, 2)
+    # A point so far that every site is as near to float64's precision (1e22 m) first
+    # comes in along its direction: its nearest site is then the one that way.
+    reach = _FAR * (SITE_RINGS[layout.n_sites] + 1) * layout.inter_site_distance_m
+    norm = np.hypot(xy[:, 0], xy[:, 1])
+    far = norm > reach
+    xy[far] *= (reach / norm[far])[:, None]
     site = layout.site_xy_m[nearest_site(layout, xy)]
     local = xy - site
     distance = np.hypot(local[:, 0], local[:, 1])

@@ -4,10 +4,11 @@
   ignored) and one row per sample; ``device`` is the global client id, which must belong
   to the group, and every device of the group needs at least one row. Read with pandas.
 - ``sumo_fcd``: the ``--fcd-output`` of SUMO (``<timestep time="t">`` elements with
-  ``<vehicle id x y .../>`` children), read with ``sumolib`` (the SUMO project's own
-  parser; ``pip install 'netfl[sumo]'``). The group's devices follow the file's vehicles
-  in the order they first appear (by time, then as listed); a file with fewer vehicles
-  than the group has devices is refused, extra vehicles are left out. Geographic output
+  ``<vehicle id x y .../>`` children), read with the standard library's expat parser
+  (:func:`read_sumo_fcd`: bounded in depth and size, no tree built). The group's devices
+  follow the file's vehicles in the order they first appear (by time, then as listed); a
+  file with fewer vehicles than the group has devices is refused, extra vehicles are left
+  out. Geographic output
   (``--fcd-output.geo``, lon/lat) is refused: write metres.
 
 Positions are shifted by ``offset_m`` and must lie in the sites' hexagons: a sample outside
@@ -19,19 +20,30 @@ radially onto the boundary of its nearest site's hexagon. Every refusal is one
 from __future__ import annotations
 
 import itertools
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
+from xml.etree.ElementTree import ParseError, XMLParser
 
 import numpy as np
 
-from netfl.config.mobility import TrajectoryMobility
+from netfl.config.mobility import MAX_TRACE_TIME_S, TrajectoryMobility
 from netfl.errors import ScenarioError
 from netfl.map.layout import Layout
 from netfl.mobility.area import clip_to_layout, inside_layout
 from netfl.mobility.trajectory import TrajectoryModel
 
 CSV_COLUMNS = ("time_s", "device", "x_m", "y_m")
+MAX_TRACE_BYTES = 1 << 30
+"""The largest trajectory file read, 1 GiB (a day of 1 Hz samples of 10,000 vehicles is
+about 40 million samples, some 3 GB as SUMO FCD: cut such a trace to the run's span)."""
+MAX_XML_DEPTH = 32
+"""The deepest nesting of an FCD file's elements taken (SUMO's nests 3)."""
+EXCERPT_CHARS = 80
+"""The most of a file's field an error quotes."""
+_CHUNK_BYTES = 1 << 20
 
 
 class Samples:
@@ -65,18 +77,50 @@ class Samples:
         return times, positions
 
 
+def check_trace_file(path: str, key: str) -> None:
+    """Refuse up front what cannot be a trajectory file: a missing path, something other
+    than a regular file (``/dev/zero``, a pipe: read whole, they never end), or a file
+    past :data:`MAX_TRACE_BYTES`."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ScenarioError.single(key, f"no trajectory file {path!r}") from None
+    except OSError as exc:
+        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ScenarioError.single(
+            key, "is not a regular file (a device or a pipe): a trajectory is read whole", path
+        )
+    if info.st_size > MAX_TRACE_BYTES:
+        raise ScenarioError.single(
+            key,
+            f"the file is {info.st_size:,} bytes; trajectory files are limited to"
+            f" {MAX_TRACE_BYTES:,} bytes",
+            path,
+        )
+
+
+def excerpt(text: object, chars: int = EXCERPT_CHARS) -> str:
+    """``text`` as one line of at most ``chars`` characters (an error quotes a field of a
+    file this way, however long the field)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= chars else f"{line[: chars - 3]}..."
+
+
 def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
     """Samples of the devices ``first_device .. first_device + count - 1`` from a CSV."""
     import pandas as pd
 
+    check_trace_file(path, key)
     try:
         frame = pd.read_csv(path, skipinitialspace=True, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise ScenarioError.single(key, f"no trajectory file {path!r}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}", path) from None
+        reason = excerpt(exc, 120)
+        raise ScenarioError.single(
+            key, f"cannot read the trajectory file: {reason}", path
+        ) from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else "empty file"
+        message = excerpt(str(exc).splitlines()[0], 120) if str(exc) else "empty file"
         raise ScenarioError.single(key, f"malformed CSV: {message}", path) from None
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     missing = [c for c in CSV_COLUMNS if c not in frame.columns]
@@ -100,8 +144,15 @@ def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
         path,
         lambda row: (
             "expected time_s, device, x_m, y_m as finite numbers, got"
-            f" {[frame[c].iloc[row] for c in CSV_COLUMNS]}"
+            f" {[excerpt(frame[c].iloc[row], 40) for c in CSV_COLUMNS]}"
         ),
+    )
+    late = np.abs(values["time_s"]) > MAX_TRACE_TIME_S
+    _refuse_first(
+        late,
+        key,
+        path,
+        lambda row: f"time_s {values['time_s'][row]:.7g} is past +-{MAX_TRACE_TIME_S:g} s",
     )
     device = values["device"]
     last = first_device + count - 1
@@ -111,7 +162,7 @@ def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
         key,
         path,
         lambda row: (
-            f"unknown device {frame['device'].iloc[row]}: this group has devices"
+            f"unknown device {excerpt(frame['device'].iloc[row], 40)}: this group has devices"
             f" {first_device}..{last}"
         ),
     )
@@ -126,61 +177,127 @@ def read_csv(path: str, key: str, first_device: int, count: int) -> Samples:
 
 
 def read_sumo_fcd(path: str, key: str, count: int) -> Samples:
-    """Samples of the first ``count`` vehicles (by first appearance) of a SUMO FCD file."""
-    try:
-        import sumolib.xml
-    except ImportError:
-        raise ScenarioError.single(
-            key, "reading SUMO traces needs sumolib: pip install 'netfl[sumo]'"
-        ) from None
-    from xml.etree.ElementTree import ParseError
+    """Samples of the first ``count`` vehicles (by first appearance) of a SUMO FCD file.
 
-    order: dict[str, int] = {}
-    rows: list[tuple[int, float, float, float]] = []
-    labels: list[str] = []
-    if not Path(path).is_file():
-        raise ScenarioError.single(key, f"no trajectory file {path!r}")
+    Read with the standard library's expat parser (the encoding the file declares, or
+    its byte-order mark), element by element, without building a tree; nesting past
+    :data:`MAX_XML_DEPTH` is refused (sumolib's reader recursed into 100,000 nested
+    elements until Python's stack ran out), and so is a document type declaration
+    (entities: a trace never needs them)."""
+    check_trace_file(path, key)
+    reader = _FcdReader(path, key, count)
     try:
-        for step in sumolib.xml.parse(path, "timestep"):
-            t = _number(step, "time", path, key, "a <timestep>")
-            for vehicle in step.getChild("vehicle") if step.hasChild("vehicle") else []:
-                vid = str(vehicle.id)
-                index = order.setdefault(vid, len(order))
-                if index >= count:
-                    continue
-                label = f"vehicle {vid!r} at time {t:g}"
-                x = _number(vehicle, "x", path, key, label)
-                y = _number(vehicle, "y", path, key, label)
-                rows.append((index, t, x, y))
-                labels.append(label)
+        with open(path, "rb") as file:
+            reader.read(file)
     except ParseError as exc:
-        raise ScenarioError.single(key, f"malformed SUMO FCD XML: {exc}", path) from None
-    except OSError as exc:
-        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}", path) from None
-    if len(order) < count:
+        line, column = getattr(exc, "position", (None, None))
         raise ScenarioError.single(
             key,
-            f"the trace has {len(order)} vehicles, the group {count} devices (one vehicle"
-            " per device)",
+            f"malformed SUMO FCD XML: {excerpt(exc, 120)} (binary data, or text in an"
+            " encoding it does not declare?)",
+            path,
+            line=line,
+            column=None if column is None else column + 1,
+        ) from None
+    except OSError as exc:
+        raise ScenarioError.single(key, f"cannot read the trajectory file: {exc}", path) from None
+    if len(reader.order) < count:
+        raise ScenarioError.single(
+            key,
+            f"the trace has {len(reader.order)} vehicles, the group {count} devices (one"
+            " vehicle per device)",
             path,
         )
-    table = np.array(rows, dtype=float).reshape(-1, 4)
-    return Samples(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:], labels=labels)
+    table = np.array(reader.rows, dtype=float).reshape(-1, 4)
+    return Samples(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:], labels=reader.labels)
 
 
-def _number(element: Any, name: str, path: str, key: str, label: str) -> float:
-    raw = getattr(element, name, None)
+class _FcdReader:
+    """An expat target keeping the ``<timestep time>`` and ``<vehicle id x y>``
+    elements of an FCD file fed in chunks (:func:`read_sumo_fcd`): no tree is built."""
+
+    def __init__(self, path: str, key: str, count: int) -> None:
+        self.path, self.key, self.count = path, key, count
+        self.parser = XMLParser(target=self)
+        self.depth = 0
+        self.time_s: float | None = None
+        self.vehicles_in_step = 0
+        self.order: dict[str, int] = {}
+        self.rows: list[tuple[int, float, float, float]] = []
+        self.labels: list[str] = []
+
+    def refuse(self, message: str) -> ScenarioError:
+        return ScenarioError.single(self.key, message, self.path)
+
+    def read(self, file: BinaryIO) -> None:
+        """Parse the whole file, a chunk at a time."""
+        while chunk := file.read(_CHUNK_BYTES):
+            self.parser.feed(chunk)
+        self.parser.close()
+
+    # -- the target's callbacks ---------------------------------------------------------
+
+    def close(self) -> None:
+        return None
+
+    def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
+        raise self.refuse("has a document type declaration (DOCTYPE); FCD files have none")
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > MAX_XML_DEPTH:
+            raise self.refuse(
+                f"elements nested deeper than {MAX_XML_DEPTH} levels (an FCD file nests 3:"
+                " fcd-export, timestep, vehicle)"
+            )
+        if tag == "timestep":
+            self.time_s = _number(attrib, "time", self.path, self.key, "a <timestep>")
+            self.vehicles_in_step = 0
+        elif tag == "vehicle" and self.time_s is not None:
+            self.vehicles_in_step += 1
+            self._vehicle(attrib, self.time_s)
+
+    def end(self, tag: str) -> None:
+        self.depth -= 1
+        if tag == "timestep":
+            self.time_s = None
+
+    def data(self, text: str) -> None:
+        return None
+
+    def _vehicle(self, attrib: dict[str, str], t: float) -> None:
+        vid = attrib.get("id")
+        where = f"the <vehicle> number {self.vehicles_in_step} of the <timestep> at time {t:g}"
+        if vid is None or not vid.strip():
+            raise self.refuse(f"{where} has no id: each vehicle needs its own (one a device)")
+        index = self.order.setdefault(vid, len(self.order))
+        if index >= self.count:
+            return
+        label = f"vehicle {excerpt(vid, 40)!r} at time {t:g}"
+        x = _number(attrib, "x", self.path, self.key, label)
+        y = _number(attrib, "y", self.path, self.key, label)
+        self.rows.append((index, t, x, y))
+        self.labels.append(label)
+
+
+def _number(attrib: dict[str, str], name: str, path: str, key: str, label: str) -> float:
+    raw = attrib.get(name)
     try:
-        value = float(str(raw)) if raw is not None else float("nan")
+        value = float(raw) if raw is not None else float("nan")
     except ValueError:
         value = float("nan")
     if np.isnan(value):
         hint = " (geographic output? write x/y in metres)" if name in ("x", "y") else ""
+        shown = None if raw is None else excerpt(raw, 40)
         raise ScenarioError.single(
-            key, f"{label}: attribute {name} is {raw!r}, not a number{hint}", path
+            key, f"{label}: attribute {name} is {shown!r}, not a number{hint}", path
         )
     if not np.isfinite(value):
         raise ScenarioError.single(key, f"{label}: attribute {name} is not finite", path)
+    if name == "time" and abs(value) > MAX_TRACE_TIME_S:
+        raise ScenarioError.single(
+            key, f"{label}: time {value:.7g} is past +-{MAX_TRACE_TIME_S:g} s", path
+        )
     return value
 
 
@@ -201,7 +318,7 @@ def place(
             row,
             key,
             path,
-            f"position ({xy[row, 0]:.1f}, {xy[row, 1]:.1f}) m is outside the layout's"
+            f"position ({xy[row, 0]:.7g}, {xy[row, 1]:.7g}) m is outside the layout's"
             " hexagons (shift it with offset_m, or set outside: clip)",
         )
     if out.any():

@@ -40,7 +40,6 @@ Pure numpy over (devices, sites) arrays: one update of 1,000 devices x 19 sites 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 #: TR 38.901 Table 7.5-6 Part-1, shadow-fading correlation distance (m) by scenario and state.
 SHADOWING_DECORRELATION_M: dict[tuple[str, str], float] = {
@@ -235,6 +234,11 @@ class CorrelatedLosState:
         rng: np.random.Generator,
         min_step_m: float = 0.0,
     ) -> None:
+        # scipy.special only here, where mobility moves LOS states: a run or `netfl
+        # validate` without it does not pay for its import
+        from scipy.special import ndtr, ndtri
+
+        self._ndtr = ndtr
         self._u = np.clip(np.asarray(uniform, dtype=float), 1e-300, 1 - 1e-16)
         self._path = _PathProcess(ndtri(self._u), d_cor_m, rng, min_step_m)
 
@@ -248,7 +252,7 @@ class CorrelatedLosState:
         LOS probabilities ``p_los`` of its new position, ``(devices, sites)`` bool."""
         rows = self._path.advance(moved_m)
         if len(rows):
-            self._u[rows] = ndtr(self._path.z[rows])
+            self._u[rows] = self._ndtr(self._path.z[rows])
         return self._u < np.asarray(p_los)
 
     def advance_rows(
@@ -258,5 +262,5 @@ class CorrelatedLosState:
         LOS probabilities ``p_los`` (``(len(devices), sites)``); the others' are unchanged."""
         rows = self._path.advance_rows(devices, moved_m)
         if len(rows):
-            self._u[rows] = ndtr(self._path.z[rows])
+            self._u[rows] = self._ndtr(self._path.z[rows])
         return self._u[devices] < np.asarray(p_los)

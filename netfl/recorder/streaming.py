@@ -21,12 +21,12 @@ checkpoints keeps them too.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
@@ -34,6 +34,9 @@ import pyarrow.parquet as pq
 from netfl.errors import RunReadError
 from netfl.recorder.timeline import Timeline
 from netfl.rundir import write_arrow, write_parquet, write_parquet_stream
+
+if TYPE_CHECKING:  # pandas (0.3-0.5 s to import) only where a run is read back
+    import pandas as pd
 
 PART_ROWS = 1_000_000
 """Rows held before a round's end writes them out: about 40 MB of timeline held (7 to 12
@@ -117,6 +120,10 @@ class TableStream:
             raise ValueError(f"part_rows must be at least 1, not {self.part_rows}")
         self.peak_buffered = 0
         """The most rows held at a round's end (before writing them out)."""
+        self._unwritten: list[tuple[int, pa.Table]] = []
+        """Parts drained whose write failed (a full disk): kept for the next write."""
+        self.finished = False
+        """Whether :meth:`finish` wrote ``<table>.parquet``."""
         if keep_rows == 0:
             shutil.rmtree(parts_dir(run_dir, table), ignore_errors=True)
         for part in part_paths(run_dir, table):
@@ -131,24 +138,43 @@ class TableStream:
             self._write_part()
 
     def _write_part(self) -> None:
+        """Write the rows held as a part (and any part an earlier write failed on: a row
+        drained is never dropped, a full disk only defers its part)."""
         source = self.source()
-        first = len(source) - source.buffered
+        if source.buffered:
+            self._unwritten.append((len(source) - source.buffered, source.drain()))
         folder = parts_dir(self.run_dir, self.table)
         folder.mkdir(exist_ok=True)
-        write_arrow(folder / f"part-{first:012d}.arrow", source.drain())
+        while self._unwritten:
+            first, table = self._unwritten[0]
+            write_arrow(folder / f"part-{first:012d}.arrow", table)
+            self._unwritten.pop(0)
+
+    def save_parts(self) -> bool:
+        """Write every row not on disk yet as parts, which :func:`read_parts` (and so
+        :func:`netfl.load_run`) reads: what a run stopped by a full disk keeps of this
+        table. Whether it worked (False: an OSError; the rows stay held)."""
+        try:
+            self._write_part()
+        except OSError:
+            with contextlib.suppress(OSError):  # no empty folder that promises parts
+                parts_dir(self.run_dir, self.table).rmdir()
+            return False
+        return True
 
     def finish(self, keep_parts: bool = False) -> None:
         """Write ``<table>.parquet`` (atomically) and remove the parts, unless
         ``keep_parts`` (a resumable run's scores: its checkpoint continues from them)."""
         source = self.source()
         path = self.run_dir / f"{self.table}.parquet"
-        if len(source) == source.buffered:  # nothing written out
+        if len(source) == source.buffered and not self._unwritten:  # nothing written out
             write_parquet(path, self.whole())
         else:
-            if source.buffered:
+            if source.buffered or self._unwritten:
                 self._write_part()
             tables = (feather.read_table(part) for part in part_paths(self.run_dir, self.table))
             write_parquet_stream(path, self.schema, tables)
+        self.finished = True
         if not keep_parts:
             shutil.rmtree(parts_dir(self.run_dir, self.table), ignore_errors=True)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netfl.errors import NetflError
+from netfl.errors import Diverged, NetflError
 from netfl.rundir import prepare_run_dir, write_bytes
 
 OnDone = Callable[["Outcome"], None]
@@ -57,8 +57,9 @@ class Outcome:
 def execute(task: Task, run_dir: str | None = None) -> Outcome:
     """Run one task into ``run_dir`` (default: the task's).
 
-    A failed run is returned as an outcome with its error; only Ctrl-C propagates (the run
-    directory then says ``interrupted``).
+    A failed run is returned as an outcome with its error, a diverged one with status
+    ``diverged`` and its round and cause; only Ctrl-C propagates (the run directory then
+    says ``interrupted``).
     """
     from netfl.scenario import scenario_from_data
     from netfl.simulation import simulate
@@ -69,6 +70,8 @@ def execute(task: Task, run_dir: str | None = None) -> Outcome:
         scenario = scenario_from_data(task.scenario_data, source=f"run {task.run_id}")
         simulate(scenario, Path(run_dir or task.run_dir), force=True)
         status = "completed"
+    except Diverged as exc:  # a result, not a failure: running it again diverges again
+        status, error = "diverged", f"{exc.round}: {exc.cause}"
     except Exception as exc:  # recorded in the index; the sweep goes on
         error = f"{type(exc).__name__}: {exc}"
     return Outcome(task.run_id, status, error, time.perf_counter() - start)
@@ -163,14 +166,32 @@ def write_files(run_dir: Path, files: dict[str, bytes]) -> None:
         write_bytes(path, data)
 
 
+def connect_ray(ray: Any, address: str | None) -> None:
+    """``ray.init(address)``; a cluster that cannot be reached is bad input, one line."""
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        reason = " ".join(str(exc).split())[:300]
+        where = f"--address {address}" if address else "Ray"
+        raise NetflError(
+            f"{where}: cannot connect to a Ray cluster ({reason}); start one with"
+            " `ray start --head`, give its address, or leave --address out to start one here"
+        ) from None
+
+
 def run_ray(
     tasks: Iterable[Task], on_done: OnDone, address: str | None, gpu_fraction: float
 ) -> None:
-    """Run on Ray: an existing ``ray.init`` in this process, else ``ray.init(address)``."""
+    """Run on Ray: an existing ``ray.init`` in this process, else ``ray.init(address)``
+    (not at all when there is nothing to run). No cluster at ``address`` is bad input
+    (:class:`NetflError` naming ``--address``)."""
+    tasks = list(tasks)
+    if not tasks:
+        return
     ray = import_ray()
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        connect_ray(ray, address)
     try:
         gpus = float(ray.cluster_resources().get("GPU", 0.0))
         remote = ray.remote(execute_collect)

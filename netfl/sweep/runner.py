@@ -26,6 +26,8 @@ from netfl.sweep import backends
 from netfl.sweep.spec import Sweep
 
 BACKENDS = ("local", "ray")
+#: Run statuses that running again would not change (a diverged run diverges again).
+FINISHED = ("completed", "diverged")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,13 @@ class SweepResult:
 
     @property
     def failed(self) -> pd.DataFrame:
-        return self.index[self.index["status"] != "completed"]
+        """The runs that did not finish (failed, interrupted, never started)."""
+        return self.index[~self.index["status"].isin(FINISHED)]
+
+    @property
+    def diverged(self) -> pd.DataFrame:
+        """The runs whose model or loss became non-finite (their error: round: cause)."""
+        return self.index[self.index["status"] == "diverged"]
 
 
 class SweepProgress:
@@ -88,20 +96,24 @@ def _plan(sweep: Sweep, sweep_dir: Path) -> dict[str, Row]:
             raise NetflError(f"{sweep.source}: the sweep lists the same run twice ({run.label})")
         rows[run.run_id] = new_row(run.run_id, run.seed, run.label, run.overrides)
     if is_sweep_directory(sweep_dir):
-        old = read_index(sweep_dir).set_index("run_id")["wall_time_s"].to_dict()
+        old = read_index(sweep_dir).set_index("run_id")
         for run_id, row in rows.items():
-            if run_id in old and _completed(sweep_dir / str(row["run_dir"])):
-                row.update(status="completed", wall_time_s=old[run_id])
+            status = _finished(sweep_dir / str(row["run_dir"])) if run_id in old.index else None
+            if status is not None:
+                error = old.at[run_id, "error"] if status == "diverged" else ""
+                row.update(status=status, error=error, wall_time_s=old.at[run_id, "wall_time_s"])
     return rows
 
 
-def _completed(run_dir: Path) -> bool:
+def _finished(run_dir: Path) -> str | None:
+    """The run's status if it is finished (:data:`FINISHED`), else None."""
     from netfl.trace.run import Run
 
     try:
-        return Run(run_dir).status == "completed"
+        status = Run(run_dir).status
     except NetflError:
-        return False
+        return None
+    return status if status in FINISHED else None
 
 
 def run_sweep(
@@ -133,7 +145,7 @@ def run_sweep(
     tasks = [
         backends.Task(run.run_id, run.scenario_data, str(sweep_dir / rows[run.run_id]["run_dir"]))
         for run in sweep.runs
-        if rows[run.run_id]["status"] != "completed"
+        if rows[run.run_id]["status"] not in FINISHED
     ]
     skipped = len(rows) - len(tasks)
     with SweepProgress(len(tasks), progress) as bar:

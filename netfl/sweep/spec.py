@@ -42,7 +42,9 @@ from netfl.scenario import (
     key_positions,
     locate_problems,
     parse_yaml,
+    resolve_paths,
     resolve_source,
+    scenario_folder,
     scenario_from_data,
     validation_problems,
 )
@@ -243,7 +245,11 @@ def _check_plugins(scenario: Scenario, checked: set[str], base_label: str) -> No
             raise ScenarioError(problems, base_label)
 
 
-def _expand(model: SweepFile, data: dict[str, Any], base_label: str) -> list[SweepRun]:
+def _expand(
+    model: SweepFile, data: dict[str, Any], base_label: str, folder: Path
+) -> list[SweepRun]:
+    """Every run of the sweep; a relative path among the sweep's values is taken from
+    ``folder``, the sweep file's."""
     sections = {k: s for s in OVERRIDE_SECTIONS for k in (getattr(model, s) or {})}
     seed_list: list[int | None] = list(model.seeds) if model.seeds else [None]
     runs = []
@@ -255,6 +261,7 @@ def _expand(model: SweepFile, data: dict[str, Any], base_label: str) -> list[Swe
                 apply_override(merged, key.split("."), value, base_label)
             if seed is not None:
                 merged["seed"] = seed
+            merged = resolve_paths(merged, folder)
             try:
                 scenario = scenario_from_data(merged, source=base_label)
                 _check_plugins(scenario, checked, base_label)
@@ -299,8 +306,8 @@ def load_sweep(path: str | Path) -> Sweep:
     try:
         if problems:
             raise ScenarioError(problems)
-        base = parse_yaml(base_text, base_label)
-        runs = _expand(model, base, base_label)
+        base = resolve_paths(parse_yaml(base_text, base_label), scenario_folder(base_label))
+        runs = _expand(model, base, base_label, Path(path).absolute().parent)
     except ScenarioError as exc:
         if exc.source is not None:
             raise  # located in the base scenario

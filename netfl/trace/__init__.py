@@ -1,1 +1,4 @@
-"""Recording what happened: the timeline, per-round and per-client tables, metrics."""
+"""Reading finished runs: loading run directories, metrics, plots, reports, comparisons.
+
+The analysis side; what the engine records into lives in :mod:`netfl.recorder`.
+"""

@@ -11,6 +11,7 @@ Paired comparisons use common random numbers (:data:`CRN_NOTE`).
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -36,10 +37,23 @@ METRICS = (
     "fairness_jain",
     "staleness_mean",
     "uplink_busy_fraction",
+    "rate_ul_achieved_mean_bps",
 )
 #: Metrics compared only where a run has them: ``loss_jain``, Jain's index of the clients'
 #: losses at the last evaluation (eq. (3) of Cho et al. 2020; runs with ``learning.fairness_loss``).
 OPTIONAL_METRICS = ("loss_jain",)
+#: Evaluations whose accuracy is averaged beside the final one, unless told (``netfl
+#: compare --last-k``): ``accuracy_last<k>`` (their mean) and ``accuracy_last<k>_sd`` (their
+#: standard deviation within the run: how much the last rounds swing).
+LAST_K = 5
+_LAST_K_COLUMN = re.compile(r"accuracy_last\d+(_sd)?")
+
+
+def last_k_columns(k: int) -> tuple[str, str]:
+    """The per-run columns of the last ``k`` evaluations: their mean and standard deviation."""
+    return f"accuracy_last{k}", f"accuracy_last{k}_sd"
+
+
 #: Client columns that common random numbers keep identical across paired runs.
 SHARED_CLIENT_COLUMNS = ("x_m", "y_m", "rate_ul_bps", "rate_dl_bps", "n_samples", "compute_sps")
 
@@ -79,12 +93,16 @@ def check_datasets(runs: Runs) -> list[str]:
     return messages
 
 
-def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
-    """One row per run: run id, configuration, seed, status and :data:`METRICS`."""
+def per_run(runs: Runs, target: float | None, last_k: int = LAST_K) -> pd.DataFrame:
+    """One row per run: run id, configuration, seed, status, :data:`METRICS`, and beside
+    ``final_accuracy`` the mean and standard deviation of the last ``last_k`` evaluations'
+    accuracies (:func:`last_k_columns`; :func:`netfl.trace.metrics.last_evaluations`)."""
     configuration = runs.configuration()
+    last_mean, last_sd = last_k_columns(last_k)
     rows = []
     for run_id, run in zip(runs.ids, runs, strict=True):
         summary = run.summary
+        mean, sd = metrics.last_evaluations(run.rounds, last_k)
         rows.append(
             {
                 "run": run_id,
@@ -92,6 +110,8 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
                 "seed": int(run.scenario_dict.get("seed", -1)),
                 "status": run.status,
                 "final_accuracy": float(summary.get("final_accuracy", math.nan)),
+                last_mean: mean,
+                last_sd: sd,
                 "time_to_target_s": (
                     math.nan if target is None else metrics.time_to_accuracy(run.rounds, target)
                 ),
@@ -100,6 +120,7 @@ def per_run(runs: Runs, target: float | None) -> pd.DataFrame:
                 "fairness_jain": run.fairness(),
                 "staleness_mean": float(run.staleness().mean()),
                 "uplink_busy_fraction": run.uplink_busy_fraction(),
+                "rate_ul_achieved_mean_bps": float(run.upload_rates_bps().mean()),
                 "loss_jain": _final_loss_jain(run),
             }
         )
@@ -117,11 +138,13 @@ def _final_loss_jain(run: Run) -> float:
 
 
 def compared_metrics(table: pd.DataFrame) -> tuple[str, ...]:
-    """:data:`METRICS`, plus the optional ones that some run of ``table`` has."""
+    """:data:`METRICS` with the last evaluations' columns beside ``final_accuracy``, plus
+    the optional ones that some run of ``table`` has."""
     present = [
         m for m in OPTIONAL_METRICS if m in table and np.isfinite(table[m].to_numpy(float)).any()
     ]
-    return (*METRICS, *present)
+    last = [c for c in table.columns if _LAST_K_COLUMN.fullmatch(str(c))]
+    return (METRICS[0], *last, *METRICS[1:], *present)
 
 
 def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -130,7 +153,8 @@ def by_configuration(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFr
     ``reached`` counts the runs that reached the target; the time-to-target mean and CI are
     over those runs only. ``time_to_target_km_median_s`` (with its 95% interval
     ``_km_low_s``, ``_km_high_s``) counts the others as censored at their end: the
-    Kaplan-Meier median (:mod:`netfl.trace.survival`), NaN when half or fewer reached.
+    Kaplan-Meier median (:mod:`netfl.trace.survival`: the first time at least half had
+    reached it), NaN when fewer than half reached.
     """
     rows = {}
     for label, group in table.groupby("configuration", sort=False):

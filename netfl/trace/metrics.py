@@ -6,8 +6,10 @@
   after every round;
 * the strategies' internal scores per round as a round x client matrix, e.g. the RBCS-F
   virtual-queue backlogs Z_{t,n} (score ``backlog``) or MAB-CS UCB scores (``ucb``);
-* time to a target accuracy, accuracy at a simulated time (a step function of time), and
-  means with Student-t confidence intervals over seeds.
+* time to a target accuracy, accuracy at a simulated time (a step function of time), the
+  mean and spread of the last evaluations, and means with Student-t confidence intervals
+  over seeds;
+* each round's end time over seeds that stopped at different rounds (:func:`carried_round_ends`).
 
 Inputs are the run directory's tables as pandas DataFrames (``rounds.parquet``,
 ``strategy.parquet``) or plain arrays.
@@ -111,6 +113,45 @@ def accuracy_at(rounds: pd.DataFrame, t_s: float | Sequence[float] | np.ndarray)
     """
     done = _evaluated(rounds)
     return step_at(done["t_end_s"].to_numpy(float), done["accuracy"].to_numpy(float), t_s)
+
+
+def last_evaluations(rounds: pd.DataFrame, k: int) -> tuple[float, float]:
+    """Mean and sample standard deviation of the accuracy over the last ``k`` evaluations
+    (rounds with an accuracy, in time order; fewer if the run has fewer): the final
+    accuracy without a single round's swing. The standard deviation is NaN for one
+    evaluation, both NaN for none."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    values = _evaluated(rounds)["accuracy"].to_numpy(float)[-k:]
+    if values.size == 0:
+        return math.nan, math.nan
+    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else math.nan
+
+
+def carried_round_ends(
+    ends_s: Sequence[np.ndarray], stop_s: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative time at the end of each round for runs that stopped at different rounds.
+
+    ``ends_s[i]``: run i's round end times in round order (non-decreasing), ``stop_s[i]``
+    when it stopped (its time budget, or its last round's end). Returns a (runs, rounds)
+    matrix in which a run that did not reach a round holds its stop time there (it had
+    not reached it by then: a lower bound of when it would have), so every run counts at
+    every round and each row, hence any mean or quantile over the rows, never decreases;
+    and the number of runs that reached each round.
+
+    >>> matrix, reached = carried_round_ends([np.array([10.0, 30.0]), np.array([5.0])], [40, 40])
+    >>> matrix.tolist(), reached.tolist()
+    ([[10.0, 30.0], [5.0, 40.0]], [2, 1])
+    """
+    n_rounds = max((len(e) for e in ends_s), default=0)
+    matrix = np.empty((len(ends_s), n_rounds))
+    for i, (ends, stop) in enumerate(zip(ends_s, stop_s, strict=True)):
+        ends = np.asarray(ends, dtype=float)
+        matrix[i, : len(ends)] = ends
+        matrix[i, len(ends) :] = max(float(stop), float(ends[-1]) if len(ends) else 0.0)
+    reached = np.array([sum(len(e) > r for e in ends_s) for r in range(n_rounds)], dtype=int)
+    return matrix, reached
 
 
 def step_at(

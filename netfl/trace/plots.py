@@ -21,6 +21,7 @@ name the strategy gave it) and ``value``, e.g. RBCS-F's virtual-queue backlogs
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,17 +31,21 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from netfl.config.fl import ASYNC_PROTOCOLS
 from netfl.errors import MissingDataError
 from netfl.trace import metrics
 from netfl.trace.drawing import (
+    MIN_BAND_SEEDS,
     RunsLike,
     as_runs,
     draw_mean,
     finish,
     groups,
     labelled,
+    mean_band,
     message,
 )
+from netfl.trace.map_plot import layout
 from netfl.trace.phases import PHASES
 from netfl.trace.run import Run
 
@@ -70,19 +75,39 @@ def accuracy_vs_time(runs: RunsLike, band: str | None = "ci", points: int = 400)
     return finish(fig, ax, "Accuracy vs simulated time")
 
 
+def is_asynchronous(run: Run) -> bool:
+    """Whether the run's protocol (``fl.protocol``) is asynchronous
+    (:data:`netfl.config.fl.ASYNC_PROTOCOLS`): only then can an update be stale; a
+    synchronous round aggregates the updates made for it (staleness 0)."""
+    fl = run.scenario_dict.get("fl") or {}
+    return isinstance(fl, dict) and fl.get("protocol") in ASYNC_PROTOCOLS
+
+
 def staleness_histogram(runs: RunsLike) -> Figure:
     """Share of the aggregated updates by staleness (global versions between a client's
-    download and the aggregation), pooled over each configuration's runs; synchronous
-    protocols are all at 0."""
+    download and the aggregation), pooled over each configuration's runs.
+
+    Only asynchronous configurations (:func:`is_asynchronous`) are drawn: a
+    synchronous one is at 0 by construction, and a bar of it beside stale ones would read
+    as a staleness; the figure names those it leaves out, and says so alone when every
+    configuration is synchronous.
+    """
+    title = "Staleness of the aggregated updates"
+    grouped = groups(runs)
+    stale = [(label, group) for label, group in grouped if any(map(is_asynchronous, group))]
+    drawn = {label for label, _ in stale}
+    synchronous = [label for label, _ in grouped if label not in drawn]
+    if not stale:
+        return message(title, "synchronous protocol: every update is aggregated in its own"
+                       " round (staleness 0)")  # fmt: skip
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
-    grouped = groups(runs)
-    pooled = [np.concatenate([r.staleness().to_numpy() for r in group]) for _, group in grouped]
-    everything = np.concatenate(pooled) if pooled else np.zeros(0, dtype=int)
+    pooled = [np.concatenate([r.staleness().to_numpy() for r in group]) for _, group in stale]
+    everything = np.concatenate(pooled)
     # The tail beyond the 99.5th percentile goes into the last bar (labelled ">=").
     top = int(np.ceil(np.percentile(everything, 99.5))) if len(everything) else 0
-    width = 0.8 / len(grouped)
-    for k, ((label, _), values) in enumerate(zip(grouped, pooled, strict=True)):
+    width = 0.8 / len(stale)
+    for k, ((label, _), values) in enumerate(zip(stale, pooled, strict=True)):
         if not len(values):
             continue
         share = np.bincount(np.minimum(values, top), minlength=top + 1) / len(values)
@@ -91,7 +116,15 @@ def staleness_histogram(runs: RunsLike) -> Figure:
     tail = f" (last bar: {top} or more)" if len(everything) and everything.max() > top else ""
     ax.set(xlabel=f"staleness (global versions){tail}", ylabel="share of updates")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    return finish(fig, ax, "Staleness of the aggregated updates")
+    if synchronous:
+        fig.supxlabel(
+            textwrap.fill(
+                "Not drawn, synchronous (staleness 0 by construction): " + "; ".join(synchronous),
+                110,
+            ),
+            fontsize="small",
+        )
+    return finish(fig, ax, title)
 
 
 def _target_lines(ax: Axes, runs: RunsLike) -> None:
@@ -131,20 +164,78 @@ def accuracy_vs_round(runs: RunsLike, band: str | None = "ci") -> Figure:
 
 
 def round_times(runs: RunsLike, band: str | None = "ci") -> Figure:
-    """Cumulative simulated time at the end of each round (left) and each round's duration."""
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    """Cumulative simulated time at the end of each round (left) and each round's duration
+    (right), one curve per configuration.
+
+    Left: every seed counts at every round. A seed that stopped before a round (its time
+    budget spent) holds its stop time there (:func:`netfl.trace.metrics.carried_round_ends`),
+    a lower bound of when it would have got there; so the mean over the seeds never
+    decreases, and the band (95% CI, or one standard deviation) is clipped to
+    ``[0, the latest stop]``: no seed is observed outside it. The curve is solid while
+    every seed reached the round and dotted from the first round some seed did not reach.
+    Right: the mean duration over the seeds that ran the round.
+    """
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     for label, group in groups(runs):
-        x, ends = _by_round(group, "t_end_s")
+        ends = [_round_column(r, "t_end_s") for r in group]
+        stops = [_stop_s(r) for r in group]
+        matrix, reached = metrics.carried_round_ends(ends, stops)
+        x = np.arange(matrix.shape[1])
+        _draw_carried(left, x, matrix, reached, label, band, max(stops, default=0.0))
+        x_all, finished = _by_round(group, "t_end_s")
         _, starts = _by_round(group, "t_start_s")
-        draw_mean(left, x, ends, label, band, step=False, clip=(0.0, math.inf))
-        draw_mean(right, x, ends - starts, label, band, step=False, clip=(0.0, math.inf))
+        draw_mean(right, x_all, finished - starts, label, band, step=False, clip=(0.0, math.inf))
     left.set(xlabel="round", ylabel="cumulative simulated time (s)")
     right.set(xlabel="round", ylabel="round duration (s)")
     for ax in (left, right):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.supxlabel(
+        "Left: a seed that stopped before a round counts at its stop time (a lower bound);"
+        " dotted from the first round not every seed reached.",
+        fontsize="small",
+    )
     finish(fig, right, "Round duration", legend=False)
     return finish(fig, left, "Cumulative time per round")
+
+
+def _round_column(run: Run, column: str) -> np.ndarray:
+    """A column of the run's finished rounds, in round order."""
+    rounds = run.rounds.sort_values("round")
+    values = rounds[column].to_numpy(float)
+    return values[np.isfinite(rounds["t_end_s"].to_numpy(float))]
+
+
+def _stop_s(run: Run) -> float:
+    """When the run stopped: ``summary.json``'s ``sim_time_s``, else its last round's end."""
+    ends = _round_column(run, "t_end_s")
+    last = float(ends[-1]) if len(ends) else 0.0
+    stop = float(run.summary.get("sim_time_s", math.nan))
+    return max(stop, last) if math.isfinite(stop) else last
+
+
+def _draw_carried(
+    ax: Axes,
+    x: np.ndarray,
+    matrix: np.ndarray,
+    reached: np.ndarray,
+    label: str,
+    band: str | None,
+    top_s: float,
+) -> None:
+    """The mean of carried round ends: solid while every run reached the round, dotted
+    after; the band clipped to ``[0, top_s]``."""
+    mean, low, high = mean_band(matrix, band)
+    low, high = np.clip(low, 0.0, top_s), np.clip(high, 0.0, top_s)
+    complete = reached == len(matrix)
+    cut = int(np.argmin(complete)) if not complete.all() else len(x)
+    suffix = f" (n={len(matrix)})" if len(matrix) > 1 else ""
+    (line,) = ax.plot(x[:cut], mean[:cut], label=label + suffix)
+    if cut < len(x):  # from the last complete round on, dotted
+        start = max(cut - 1, 0)
+        ax.plot(x[start:], mean[start:], ls=":", color=line.get_color())
+    if band is not None:
+        ax.fill_between(x, low, high, alpha=0.2, color=line.get_color(), lw=0)
 
 
 def _gantt_rounds(
@@ -288,33 +379,6 @@ def rate_cdf(runs: RunsLike, column: str = "rate_ul_bps") -> Figure:
     return finish(fig, ax, title)
 
 
-def layout(run: Run) -> Figure:
-    """The devices' positions coloured by serving cell (``clients.parquet`` ``cell``), with
-    the moving devices' trajectories (the timeline's ``position`` rows) as grey lines."""
-    clients = run.clients
-    if "cell" not in clients or not np.isfinite(clients["x_m"].to_numpy(float)).any():
-        return message("Layout", "this run's clients have no positions or serving cells")
-    fig = Figure(figsize=(6, 6), layout="constrained")
-    ax = fig.add_subplot()
-    timeline = run.timeline
-    if "x_m" in timeline:
-        positions = timeline[timeline["kind"] == "position"]
-        # A wrap-around fold moves a device across the cluster: no line over that jump.
-        span = np.ptp(positions[["x_m", "y_m"]].to_numpy(float), axis=0).max(initial=0.0)
-        for _, path in positions.groupby("client"):
-            xy = path[["x_m", "y_m"]].to_numpy(float)
-            jump = np.hypot(*np.diff(xy, axis=0).T) > 0.4 * span
-            xy = np.insert(xy, np.flatnonzero(jump) + 1, np.nan, axis=0)
-            ax.plot(xy[:, 0], xy[:, 1], color="0.6", lw=0.6, zorder=0)
-    cells = clients["cell"].fillna(0).to_numpy(int)
-    ax.scatter(clients["x_m"], clients["y_m"], c=cells % 20, cmap="tab20", s=8)
-    ax.set_aspect("equal")
-    ax.set(xlabel="x (m)", ylabel="y (m)")
-    n_cells = len(np.unique(cells))
-    ax.set_title(f"Devices by serving cell ({n_cells} cell{'s' if n_cells > 1 else ''})")
-    return fig
-
-
 def sinr_cdf(runs: RunsLike) -> Figure:
     """Empirical CDFs of the clients' nominal downlink and uplink SINR (dB)."""
     fig = Figure(figsize=(7, 4), layout="constrained")
@@ -421,33 +485,50 @@ def time_to_accuracy_bars(table: pd.DataFrame) -> Figure:
     over the runs that reached the target; every bar says how many did ("k/n reached",
     the table's ``reached`` column, where it has one), so a configuration that often fails
     does not pass for a fast one (the censored view:
-    :func:`netfl.trace.survival.reached_fraction`)."""
-    fig = Figure(figsize=(8, 1.5 + 0.4 * len(table)), layout="constrained")
+    :func:`netfl.trace.survival.reached_fraction`). The CI is drawn only over
+    :data:`~netfl.trace.drawing.MIN_BAND_SEEDS` runs that reached it or more."""
+    lines = sum(len(textwrap.wrap(str(label), 45)) for label in table.index)
+    fig = Figure(figsize=(8, 1.8 + 0.2 * max(2 * len(table), lines)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(table))
     mean = table["time_to_target_s_mean"].to_numpy(float)
     half = table["time_to_target_s_ci95"].to_numpy(float)
+    counts = list(table["reached"]) if "reached" in table else [None] * len(table)
+    reached = np.array([_reached_count(c) for c in counts], dtype=float)
+    half = np.where(np.isnan(reached) | (reached >= MIN_BAND_SEEDS), half, np.nan)
     # A time is never negative: the interval's lower arm stops at 0 (asymmetric bars).
     lower = np.minimum(half, np.maximum(mean, 0.0))
     ax.barh(y, np.nan_to_num(mean), xerr=np.vstack([lower, half]), capsize=3)
     reach = np.nan_to_num(mean + np.nan_to_num(half))
-    counts = table["reached"] if "reached" in table else [None] * len(table)
-    for row, (end, reached) in enumerate(zip(reach, counts, strict=True)):
-        if reached is None:
+    for row, (end, count) in enumerate(zip(reach, counts, strict=True)):
+        if count is None:
             continue
+        few = np.isnan(half[row]) and np.isfinite(mean[row])
         ax.annotate(
-            f"{reached} reached",
+            f"{count} reached" + (" (no CI)" if few else ""),
             (end, row),
             xytext=(4, 0),
             textcoords="offset points",
             va="center",
             fontsize="small",
         )
-    ax.margins(x=0.2)
-    ax.set_yticks(y, table.index, fontsize="small")
+    ax.margins(x=0.25)
+    # Long configuration labels wrap, so that the bars and their labels keep the width.
+    ax.set_yticks(y, [textwrap.fill(str(label), 45) for label in table.index], fontsize="small")
     ax.invert_yaxis()
-    ax.set_xlabel("simulated s to the target: mean and 95% CI of the runs that reached it")
+    ax.set_xlabel("simulated time to the target (s)")
+    fig.supxlabel(
+        f"Mean and 95% CI over the runs that reached the target (no CI with fewer than"
+        f" {MIN_BAND_SEEDS}); the censored view: reached_target.",
+        fontsize="small",
+    )
     return finish(fig, ax, "Time to target accuracy", legend=False)
+
+
+def _reached_count(text: object) -> float:
+    """k of a "k/n" reached count (NaN if there is none)."""
+    head = str(text).partition("/")[0]
+    return float(head) if head.isdigit() else math.nan
 
 
 __all__ = [
@@ -456,6 +537,7 @@ __all__ = [
     "backlog_means",
     "backlogs",
     "gantt",
+    "layout",
     "pull_counts",
     "rate_cdf",
     "rb_occupancy",

@@ -27,7 +27,7 @@ from channel_models.nr import TddPattern
 from netfl._version import __version__
 from netfl.errors import MissingDataError, NetflError
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
-from netfl.trace import compare, learning_plots, local_work, plots
+from netfl.trace import compare, learning_plots, local_work, metrics, plots
 from netfl.trace.phases import PHASES
 from netfl.trace.run import STRATEGY_FILE, Run, load_runs
 from netfl.trace.runs import Runs
@@ -103,14 +103,21 @@ class _Page:
         return path
 
 
-def run_summary(run: Run) -> pd.DataFrame:
-    """The key figures of one run as a two-column table (``quantity``, ``value``)."""
+def run_summary(run: Run, last_k: int = compare.LAST_K) -> pd.DataFrame:
+    """The key figures of one run as a two-column table (``quantity``, ``value``): the
+    summary's, the last ``last_k`` evaluations' mean accuracy and its spread beside the
+    final one, and the achieved uplink rate beside the nominal ones (:data:`NOTES`)."""
     s = run.summary
     keys = ["name", "seed", "status", "error", "rounds", "sim_time_s", "wall_time_s",
             "n_clients", "final_accuracy", "target_accuracy", "time_to_target_s",
             "rounds_to_target", "model_size_bits", "rate_ul_mean_bps", "rate_ul_max_bps",
             "rate_dl_mean_bps", "device", "netfl_version"]  # fmt: skip
     rows = [(k, s[k]) for k in keys if k in s.index]
+    mean, sd = metrics.last_evaluations(run.rounds, last_k)
+    last_mean, last_sd = compare.last_k_columns(last_k)
+    _insert_after(rows, "final_accuracy", [(last_mean, mean), (last_sd, sd)])
+    achieved = float(run.upload_rates_bps().mean())
+    _insert_after(rows, "rate_dl_mean_bps", [("rate_ul_achieved_mean_bps", achieved)])
     rows.append(("selection", (run.scenario_dict.get("selection") or {}).get("name")))
     rows += radio_rows(run.scenario_dict.get("radio") or {})
     rows.append(("fairness_jain (selection counts)", run.fairness()))
@@ -119,10 +126,37 @@ def run_summary(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["quantity", "value"])
 
 
+#: What a summary quantity means, where its name does not say it (shown beside it).
+NOTES = {
+    "rate_ul_mean_bps": "nominal: mean over clients of the rate at placement, alone on the link",
+    "rate_ul_max_bps": "nominal, at placement",
+    "rate_dl_mean_bps": "nominal, at placement",
+    "rate_ul_achieved_mean_bps": "achieved: mean over the completed FL uploads of bits/duration",
+}
+
+
+def _insert_after(rows: list[tuple[str, object]], key: str, new: list[tuple[str, object]]) -> None:
+    """Insert ``new`` after the row ``key`` (at the end if there is none)."""
+    keys = [k for k, _ in rows]
+    at = keys.index(key) + 1 if key in keys else len(rows)
+    rows[at:at] = new
+
+
 def readable_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary for people: each value with its unit and a few digits (3.62 Mbit/s)."""
-    shown = [_show(v, str(k)) for k, v in zip(summary["quantity"], summary["value"], strict=True)]
-    return pd.DataFrame({"quantity": summary["quantity"], "value": shown})
+    """The summary for people: each value with its unit and a few digits (3.62 Mbit/s), and
+    what a quantity means where its name does not say it (:data:`NOTES`)."""
+    keys = summary["quantity"].astype(str)
+    shown = [_show(v, k) for k, v in zip(keys, summary["value"], strict=True)]
+    last = [k for k in keys if k.startswith("accuracy_last")]
+    notes = {**NOTES, **{k: _last_k_note(k) for k in last}}
+    names = [f"{k} ({notes[k]})" if k in notes else k for k in keys]
+    return pd.DataFrame({"quantity": names, "value": shown})
+
+
+def _last_k_note(key: str) -> str:
+    k = key.removeprefix("accuracy_last").removesuffix("_sd")
+    what = "standard deviation" if key.endswith("_sd") else "mean"
+    return f"{what} of the accuracy over the last {k} evaluations"
 
 
 def radio_rows(radio: dict[str, Any]) -> list[tuple[str, object]]:
@@ -243,7 +277,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, force: bool
         page.figure("loss_fairness", lambda: learning_plots.loss_fairness(run))
     page.heading("Time")
     page.figure("round_times", lambda: plots.round_times(run))
-    page.figure("staleness_histogram", lambda: plots.staleness_histogram(run))
+    _staleness(page, [run])
     page.figure("gantt", lambda: plots.gantt(run))
     page.table(phase_statistics(run), "phases")
     if local_work.has_local_work(run):
@@ -317,19 +351,45 @@ def _time_to_target(page: _Page, table: pd.DataFrame, grouped: pd.DataFrame, tar
         page.table(tests, "time_to_target_logrank", index=False)
 
 
+def _staleness(page: _Page, runs: Iterable[Run]) -> None:
+    """The staleness histogram where some run is asynchronous; for synchronous runs (every
+    update at staleness 0 by construction) a line that says so instead."""
+    runs = list(runs)
+    if any(map(plots.is_asynchronous, runs)):
+        page.figure("staleness_histogram", partial(plots.staleness_histogram, runs))
+    else:
+        page.text(
+            "Staleness: not drawn; the protocol is synchronous, so every update is aggregated"
+            " in the round it was made for (staleness 0)."
+        )
+
+
 def write_comparison(
     specs: Iterable[str | Path],
     out: str | Path,
     *,
     target: float | None = None,
     force: bool = False,
+    last_k: int = compare.LAST_K,
 ) -> tuple[Path, list[str]]:
-    """Write one report comparing runs (run dirs, globs or sweep dirs); return it and warnings."""
+    """Write one report comparing runs (run dirs, globs or sweep dirs); return it and warnings.
+
+    ``last_k``: evaluations averaged beside the final accuracy (``accuracy_last<k>``)."""
     all_runs = Runs([r for spec in specs for r in load_runs(spec)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", compare.ComparisonWarning)
         runs = Runs([r for r in all_runs if r.status == "completed"])
-        skipped = [r.id for r in all_runs if r.status != "completed"]
+        diverged = [r for r in all_runs if r.status == "diverged"]
+        if diverged:
+            shown = ", ".join(
+                f"{r.id} (round {r.summary.get('diverged_round')})" for r in diverged[:5]
+            )
+            message = (
+                f"diverged runs (their model or loss became non-finite), not averaged in:"
+                f" {shown}{', ...' if len(diverged) > 5 else ''}"
+            )
+            warnings.warn(message, compare.ComparisonWarning, stacklevel=2)
+        skipped = [r.id for r in all_runs if r.status not in ("completed", "diverged")]
         if skipped:
             shown = ", ".join(skipped[:5])
             message = f"left out {len(skipped)} runs that did not complete: {shown}"
@@ -343,13 +403,22 @@ def write_comparison(
     page = _Page(folder, f"netfl comparison of {len(runs)} runs")
     for message in messages:
         page.text(f"warning: {message}", "warn")
-    table = compare.per_run(runs, chosen)
+    table = compare.per_run(runs, chosen, last_k)
     grouped = compare.by_configuration(table)
     page.heading("By configuration (mean and 95% CI half-width over seeds)")
     target_text = "not set" if chosen is None else f"{chosen:g}"
     page.text(f"Target accuracy: {target_text}. time_to_target_s is averaged over the runs "
               "that reached it (column reached); time_to_target_km_median_s is the "
-              "Kaplan-Meier median, which counts the others as censored at their end.")  # fmt: skip
+              "Kaplan-Meier median, which counts the others as censored at their end: the "
+              "first time at which at least half of the seeds had reached the target, where "
+              "the reached_target curve meets 0.5.")  # fmt: skip
+    page.text(f"final_accuracy is each run's last evaluation; accuracy_last{last_k} the mean "
+              f"of its last {last_k} evaluations and accuracy_last{last_k}_sd their standard "
+              "deviation (how much the last rounds swing). uplink_busy_fraction: the share "
+              "of simulated time with at least one FL upload on the air. "
+              "rate_ul_achieved_mean_bps: the mean over completed FL uploads of bits over "
+              "duration (the rate at placement is the nominal rate_ul_mean_bps of "
+              "summary.json).")  # fmt: skip
     page.table(grouped, "comparison")
     if chosen is not None and grouped["time_to_target_s_mean"].notna().any():
         _time_to_target(page, table, grouped, chosen)
@@ -361,8 +430,10 @@ def write_comparison(
                   " others.")  # fmt: skip
         page.table(pairs, "paired", index=False)
     page.heading("Figures")
-    figures = ("accuracy_vs_time", "accuracy_vs_round", "round_times", "staleness_histogram")
-    for name in (*figures, "pull_counts", "rate_cdf"):
+    for name in ("accuracy_vs_time", "accuracy_vs_round", "round_times"):
+        page.figure(name, partial(getattr(plots, name), runs))
+    _staleness(page, runs)
+    for name in ("pull_counts", "rate_cdf"):
         page.figure(name, partial(getattr(plots, name), runs))
     if all(compare.has_client_losses(r) for r in runs):
         page.figure("global_loss", partial(learning_plots.global_loss, runs))
@@ -384,7 +455,7 @@ def _mobility_text(run: Run) -> str:
         f"Mobility: {n} moving devices made {handovers} handovers ({rate:.1f} per device-hour),"
         f" {int(moving['n_ping_pongs'].sum())} of them ping-pongs, and"
         f" {int(moving['n_radio_link_failures'].sum())} radio link failures"
-        " (grey lines: their trajectories)."
+        " (the layout: their trajectories coloured by serving cell, x: handovers)."
     )
 
 

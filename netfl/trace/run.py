@@ -33,14 +33,31 @@ if TYPE_CHECKING:
 STRATEGY_FILE = "strategy.parquet"
 
 
+def short_form(data: dict[str, Any]) -> Any:
+    """The number a scenario may write for a mapping the schema expands it to, or None:
+    ``{dist: constant, value: v}`` (a distribution key given a number,
+    :mod:`netfl.config.dist`) and ``{kind: bernoulli, p: v}`` (an availability given a
+    number, :mod:`netfl.config.devices`) are ``v``."""
+    if data.keys() == {"dist", "value"} and data["dist"] == "constant":
+        return data["value"]
+    if data.keys() == {"kind", "p"} and data["kind"] == "bernoulli":
+        return data["p"]
+    return None
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     """Nested mappings and lists of mappings -> ``{"a.b.0.c": leaf}``.
 
     Empty mappings add no key; lists of plain values become a tuple (hashable, so they can
-    be grouped by).
+    be grouped by). A mapping that stands for a number (:func:`short_form`) is that number
+    under its own key, as a scenario or a sweep writes it: a sweep over
+    ``devices.groups.0.mobility.speed_mps`` gives the column ``...speed_mps``, not
+    ``...speed_mps.value``.
     """
     out: dict[str, Any] = {}
-    if isinstance(data, dict):
+    if isinstance(data, dict) and prefix and (number := short_form(data)) is not None:
+        out[prefix[:-1]] = number
+    elif isinstance(data, dict):
         for key, value in data.items():
             out.update(flatten(value, f"{prefix}{key}."))
     elif isinstance(data, list) and any(isinstance(item, dict | list) for item in data):
@@ -224,9 +241,26 @@ class Run:
         return pd.Series(values.astype(int), name="staleness")
 
     def uplink_busy_fraction(self) -> float:
-        """Share of the run's simulated time with at least one FL upload on the air."""
+        """Share of the run's simulated time (0 to its last round's end) with at least one
+        FL upload on the air: the union of the clients' ``upload_start`` -> ``upload_end``
+        intervals (an upload cut by a drop, a deadline or a cancel ends there), whichever
+        cell carries it; background traffic does not count
+        (:func:`netfl.trace.metrics.busy_fraction`)."""
         end_s = float(self.rounds["t_end_s"].max()) if len(self.rounds) else math.nan
         return metrics.busy_fraction(self.timeline, "upload_start", "upload_end", end_s)
+
+    def upload_rates_bps(self) -> pd.Series:
+        """Each completed FL upload's achieved rate: its bits over its duration, from the
+        timeline's ``upload_end`` rows, in time order. That is what the upload got, with
+        the cell's load, fading, handovers and scheduler; ``clients.parquet``'s
+        ``rate_ul_bps`` (and ``summary.json``'s ``rate_ul_mean_bps``) is the nominal rate
+        at placement instead (alone on the link, unfaded)."""
+        ends = self.timeline[self.timeline["kind"] == "upload_end"]
+        bits = ends["bits"].to_numpy(float)
+        duration_s = ends["duration_s"].to_numpy(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(duration_s > 0, bits / duration_s, np.nan)
+        return pd.Series(rates, index=ends.index, name="rate_bps")
 
     def selection_counts(self) -> pd.Series:
         """Times each client was selected, indexed by client id (all clients, zeros included)."""

@@ -98,16 +98,21 @@ class Runs(Sequence[R]):
         return [k for k in self.varying if not k.startswith(NON_CONFIG_PREFIXES)]
 
     def configuration(self) -> pd.Series:
-        """Per run, a label of its configuration: ``"key=value, ..."`` over :attr:`config_keys`."""
+        """Per run, a label of its configuration: ``"key=value, ..."`` over :attr:`config_keys`
+        that the run sets; a run that sets none of them (a baseline without the section the
+        others add) is ``"key unset, ..."``; and when every run has one configuration, the
+        runs' scenario ``name`` (``"one configuration"`` if they differ in it)."""
         keys = self.config_keys
         params = self.params
-        labels = [
-            ", ".join(
-                f"{k}={_show(params.at[i, k])}" for k in keys if not _missing(params.at[i, k])
-            )
-            or "(all runs alike)"
-            for i in params.index
-        ]
+        if not keys:
+            names = {str(v) for v in params["name"]} if "name" in params else set()
+            common = names.pop() if len(names) == 1 else "one configuration"
+            return pd.Series(common, index=params.index, name="configuration")
+        labels = []
+        for i in params.index:
+            present = [k for k in keys if not _missing(params.at[i, k])]
+            shown = [f"{k}={_show(params.at[i, k])}" for k in present]
+            labels.append(", ".join(shown) or ", ".join(f"{k} unset" for k in keys))
         return pd.Series(labels, index=params.index, name="configuration")
 
     def _tag(self, frames: list[pd.DataFrame]) -> pd.DataFrame:

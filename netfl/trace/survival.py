@@ -17,9 +17,17 @@ Brookmeyer-Crowley interval (Brookmeyer & Crowley 1982). Configurations are comp
 with the log-rank test (Mantel 1966) against the baseline, and with the log-rank test
 stratified by seed, which compares runs only within a seed (the paired design: runs with
 one seed share the device drop, rates and data partition, :data:`~netfl.trace.compare.CRN_NOTE`)
-and so handles pairs where one or both runs are censored. All of it is statsmodels'
-``statsmodels.duration.survfunc`` (``SurvfuncRight``, ``survdiff``); nothing is
-estimated by hand here.
+and so handles pairs where one or both runs are censored. The estimates are statsmodels'
+``statsmodels.duration.survfunc`` (``SurvfuncRight``, ``survdiff``); only the median is
+read off its curve here.
+
+The median is the smallest time t with S(t) <= 0.5 (:func:`km_median`): where the drawn
+curve 1 - S(t) first reaches 0.5, as lifelines takes it (``median_survival_time_``) and
+as early versions of R's survival printed it (``print.survfit``: the smallest point where
+a line at 0.5 meets the curve). statsmodels' ``quantile`` takes the first S(t) < 0.5 (a
+strict rule), which moves the median to the next event when S(t) is exactly 0.5 over a
+stretch (a table said 382 s for a curve that met 0.5 at 233 s); R's survival today
+(``quantile.survfit``) takes the middle of such a stretch (docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -73,9 +81,9 @@ class ReachCurve:
     median_s: float
     median_low_s: float
     median_high_s: float
-    """The Kaplan-Meier median time to target, the first time more than half of the seeds
-    had reached it, and its 95% interval (NaN: half or fewer reached it; an infinite
-    upper end: the interval does not close within the runs)."""
+    """The Kaplan-Meier median time to target, the first time at which at least half of
+    the seeds had reached it (:func:`km_median`), and its 95% interval (NaN: fewer than
+    half reached it; an infinite upper end: the interval does not close within the runs)."""
 
     @property
     def label(self) -> str:
@@ -83,7 +91,7 @@ class ReachCurve:
 
     def median_text(self) -> str:
         """The median and its 95% interval for a table: ``1805 [972, ∞)`` (∞: the interval
-        does not close within the runs; ``-``: half or fewer reached the target)."""
+        does not close within the runs; ``-``: fewer than half reached the target)."""
         if not math.isfinite(self.median_s):
             return "-"
         upper = f"{self.median_high_s:.0f}]" if math.isfinite(self.median_high_s) else "∞)"
@@ -106,7 +114,7 @@ def reach_curve(configuration: str, duration_s: np.ndarray, reached: np.ndarray)
             # The log transform is undefined where S(t) = 0: NaN there, as documented.
             warnings.simplefilter("ignore", RuntimeWarning)
             band_low, band_high = estimate.simultaneous_cb(alpha=ALPHA, transform="log")
-            median = float(estimate.quantile(0.5))
+            median = km_median(times, survival)
             low, high = (float(v) for v in estimate.quantile_ci(0.5, alpha=ALPHA))
         lower, upper = 1.0 - np.asarray(band_high), 1.0 - np.asarray(band_low)
     return ReachCurve(
@@ -122,6 +130,21 @@ def reach_curve(configuration: str, duration_s: np.ndarray, reached: np.ndarray)
         median_low_s=low,
         median_high_s=high,
     )
+
+
+#: S(t) this close to 0.5 counts as 0.5: a product of fractions such as 3/4 x 2/3 lands
+#: a rounding error away from it (R's survival uses the same tolerance, sqrt(eps)).
+_HALF_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
+
+
+def km_median(times_s: np.ndarray, survival: np.ndarray) -> float:
+    """The smallest event time with S(t) <= 0.5 (NaN if S never gets there).
+
+    >>> km_median(np.array([10.0, 20.0, 30.0, 40.0]), np.array([0.75, 0.5, 0.25, 0.0]))
+    20.0
+    """
+    at_half = np.flatnonzero(np.asarray(survival, dtype=float) <= 0.5 + _HALF_TOLERANCE)
+    return float(times_s[at_half[0]]) if len(at_half) else math.nan
 
 
 def reach_curves(table: pd.DataFrame) -> list[ReachCurve]:
@@ -207,10 +230,11 @@ def _survdiff(data: pd.DataFrame, strata: bool = False) -> tuple[float, float]:
 
 def reached_fraction(table: pd.DataFrame, target: float | None = None) -> Figure:
     """Per configuration, the Kaplan-Meier fraction of seeds that reached the target
-    against simulated time, with its 95% band; each legend entry says "k/n reached"; a
-    mark at the end of a curve whose censored runs stop there (``table``: a
-    :func:`netfl.trace.compare.per_run` table)."""
-    from netfl.trace.drawing import finish, message
+    against simulated time, with its 95% band (over :data:`~netfl.trace.drawing.MIN_BAND_SEEDS`
+    seeds or more); each legend entry says "k/n reached"; a dot where the curve meets 0.5,
+    at the median of the tables (:func:`km_median`); a mark at the end of a curve whose
+    censored runs stop there (``table``: a :func:`netfl.trace.compare.per_run` table)."""
+    from netfl.trace.drawing import MIN_BAND_SEEDS, finish, message
 
     curves = reach_curves(table)
     title = "Seeds that reached the target" + (f" ({target:g})" if target is not None else "")
@@ -221,16 +245,20 @@ def reached_fraction(table: pd.DataFrame, target: float | None = None) -> Figure
     for curve in curves:
         x = np.concatenate([[0.0], curve.time_s, [curve.end_s]])
         y = np.concatenate([[0.0], curve.fraction, curve.fraction[-1:] if curve.reached else [0]])
-        (line,) = ax.plot(x, y, drawstyle="steps-post", label=curve.label)
-        if curve.reached:
+        (line,) = ax.plot(x, y, drawstyle="steps-post", label=curve.label, gid="km_curve")
+        if curve.reached and curve.n >= MIN_BAND_SEEDS:
             low = np.concatenate([[0.0], curve.lower, curve.lower[-1:]])
             high = np.concatenate([[0.0], curve.upper, curve.upper[-1:]])
             ax.fill_between(x, low, high, step="post", alpha=0.1, color=line.get_color(), lw=0)
         if curve.reached < curve.n:  # censored runs end here without reaching the target
             ax.plot([x[-1]], [y[-1]], marker="|", markersize=10, color=line.get_color())
+        if math.isfinite(curve.median_s):
+            ax.plot([curve.median_s], [0.5], "o", color=line.get_color(), gid="km_median")
+    ax.axhline(0.5, color="0.5", lw=0.6, ls=":")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("fraction of seeds that reached it")
-    finish(fig, ax, f"{title}, Kaplan-Meier with 95% band", legend=False)
+    band = f"95% band over {MIN_BAND_SEEDS} seeds or more"
+    finish(fig, ax, f"{title}, Kaplan-Meier ({band}; dot: median)", legend=False)
     fig.legend(loc="outside lower center", fontsize="small")  # the curves fill the axes
     return fig

@@ -160,3 +160,32 @@ def test_ray_backend_without_ray_is_a_clear_error(tmp_path, monkeypatch, capsys)
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--backend", "ray"]) == 2
     assert "the Ray backend needs Ray: pip install 'netfl[ray]'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_ray_without_a_cluster_at_the_address_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """``--address auto`` with no cluster: ``ray.init`` raises ConnectionError ("Could not
+    find any running Ray instance", as Ray 2 does): bad input naming --address, not "the
+    run failed"."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'netfl[ray]'")
+
+    def no_cluster(**kwargs):
+        raise ConnectionError("Could not find any running Ray instance. Please specify ...")
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    path = write_sweep(tmp_path, TIMING, STRATEGY_GRID)
+    args = ["sweep", str(path), "--out", str(tmp_path / "o"), "--backend", "ray"]
+    assert main([*args, "--address", "auto", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: --address auto: cannot connect to a Ray cluster (Could not")
+    assert (read_index(tmp_path / "o")["status"] == "pending").all()  # no run started
+
+
+def test_resuming_a_finished_sweep_on_ray_does_not_start_ray(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'netfl[ray]'")
+    path = write_sweep(tmp_path, TIMING, {**STRATEGY_GRID, "seeds": [1]})
+    run_sweep(load_sweep(path), tmp_path / "out", progress="quiet")
+    started = []
+    monkeypatch.setattr(ray, "init", lambda **kwargs: started.append(kwargs))
+    result = run_sweep(load_sweep(path), tmp_path / "out", backend="ray", progress="quiet")
+    assert result.skipped == 2 and not started

@@ -36,7 +36,13 @@ Step = tuple[Parameters, State]
 
 #: The rules' parameters, with their bounds and meanings (what `netfl show` prints).
 ServerLR = Annotated[
-    float, Field(gt=0, allow_inf_nan=False, description="Server learning rate eta (> 0).")
+    float,
+    Field(
+        gt=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="Server learning rate eta (> 0, at most 1,000: beyond any stable step).",
+    ),
 ]
 Momentum = Annotated[float, Field(ge=0, lt=1, description="Server momentum beta in [0, 1).")]
 Beta1 = Annotated[

@@ -96,7 +96,17 @@ def render() -> str:
 
     shared = f"## {ADAPTIVE}\n\n{_plain(adaptive.__doc__)}\n"
     rules = "\n".join(section(name, standalone=False) for name in aggregations().entries())
-    return head + "\n" + shared + "\n" + rules
+    return head + "\n" + shared + "\n" + rules + "\n" + _stability()
+
+
+def _stability() -> str:
+    """The stability conditions validate warns on, and what a diverged run records."""
+    from netfl.learning import divergence, stability
+
+    return (
+        f"## Stability and divergence\n\n{_plain(stability.__doc__)}\n\n"
+        f"{_plain(divergence.__doc__)}\n"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
