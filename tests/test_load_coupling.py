@@ -91,7 +91,7 @@ def _random_layout(seed: int, n_cells: int, per_cell: int) -> CellUsers:
     return CellUsers(serving, 10 ** (gain_db / 10))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
     offered_kbps=st.floats(0.0, 5000.0),
@@ -115,7 +115,7 @@ def test_load_is_a_share_of_the_rbs_and_overload_is_flagged(seed, offered_kbps, 
         follow=follow,
     )
     solution = solve_load(users, direction, rng=rng)
-    assert solution.iterations < 60  # settled, not stopped
+    assert solution.iterations < 200  # settled, not stopped
     assert np.all((solution.expected >= 0) & (solution.expected <= 1))
     assert np.all(solution.worst_case >= solution.demand - 1e-9)
     settled = ~solution.overloaded

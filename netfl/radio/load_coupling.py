@@ -49,6 +49,8 @@ import numpy as np
 TABLE_LOW_DB, TABLE_HIGH_DB, TABLE_STEP_DB = -40.0, 60.0, 0.02
 #: Users drawn per busy cell and sample in the uplink (a busy cell's active transfers).
 EMITTERS = 4
+#: Steps of one sign after which a cell's damping cap doubles back (:func:`_iterate`).
+STREAK = 20
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def solve_load(
     states: int = 32,
     rng: np.random.Generator | None = None,
     tolerance: float = 1e-3,
-    max_iterations: int = 60,
+    max_iterations: int = 200,
     probe_bits: float | None = None,
 ) -> LoadSolution:
     """The load-coupled operating point of ``direction`` over ``users`` (module doc).
@@ -255,11 +257,14 @@ def _iterate(
     residual exceeds ``tolerance``. While every cell's steps keep their sign and the
     largest shrinks by a ratio ``r``, the cells jump to the end of that geometric series
     (``1 / (1 - r)`` times the step); when a cell's step changes sign its ``β`` halves, and
-    doubles back (up to 1) while the steps keep their sign (the transfers' durations, and
-    with them the demand, fall as a cell's load nears 1, which can make plain iteration
-    alternate)."""
+    doubles back while the steps keep their sign, up to a cap: its value after that change,
+    which doubles (up to 1) after every :data:`STREAK` steps of one sign (the transfers'
+    durations, and with them the demand, fall as a cell's load nears 1, which can make
+    plain iteration alternate; a cap that never grows back leaves a stiff cell crawling)."""
     rho = np.asarray(start, dtype=float)
     beta = np.ones_like(rho)
+    cap = np.ones_like(rho)
+    streak = np.zeros_like(rho)  # steps of one sign since the cell's last change of sign
     previous = np.zeros_like(rho)
     per_bit = np.zeros(0)
     for iteration in range(1, max_iterations + 1):
@@ -270,7 +275,11 @@ def _iterate(
         if np.max(np.abs(step)) < tolerance:
             return rho, iteration, per_bit
         flipped = step * previous < 0
-        beta = np.where(flipped, 0.5 * beta, np.minimum(1.0, 2.0 * beta))
+        streak = np.where(flipped, 0, streak + 1)
+        grow = streak >= STREAK
+        cap = np.where(flipped, 0.5 * beta, np.where(grow, np.minimum(1.0, 2.0 * cap), cap))
+        streak[grow] = 0
+        beta = np.where(flipped, cap, np.minimum(cap, 2.0 * beta))
         factor = 1.0
         shrink = np.max(np.abs(step)) / max(np.max(np.abs(previous)), 1e-300)
         if not flipped.any() and 0.0 < shrink < 0.9:
