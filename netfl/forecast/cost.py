@@ -16,7 +16,7 @@
 - writing: the rows again (:data:`WRITE_ROW_S`).
 
 The costs are CPU seconds fitted to runs of the shipped scenarios on the development
-machine (a 2-core Intel Xeon VM, Python 3.11, torch 2.13 CPU; docs/benchmarks.md, "How
+machines (shared 2-core VMs, Python 3.11, torch 2.13 CPU; docs/benchmarks.md, "How
 long, how much"): the wall time of an idle machine like it. A faster machine takes
 proportionally less; a machine shared with other work more wall time than CPU time.
 The model's size (:data:`MODEL_PARAMETERS`, for ``fl.model_size_bits`` when it is not

@@ -5,11 +5,14 @@ A cell ``i`` of one direction carries background files offered at ``a_i = λ_i E
 (bit/s per RB) and a reserved share ``c_i`` of its RBs; its load is the share of its RBs in
 use, ``ρ_i = c_i + a_i m_i(ρ)`` with ``m_i`` the mean RB-seconds a bit costs its users,
 which grows with the other cells' loads through their interference. The operating point is
-the fixed point ``ρ = min(1, c + a m(ρ))`` (the load-coupling model: Siomina and Yuan 2012,
-IEEE Trans. Wireless Commun. 11(10) eq. (3); Fehske, Klessig, Voigt, Fettweis 2013, IEEE
-Trans. Wireless Commun. 12(6) eq. (5)), found by iterating from an idle network, which
-rises to the least fixed point because ``m`` grows with ``ρ``. A cell whose demand
-``c + a m(ρ)`` reaches 1 at that point is overloaded: its queue of files grows.
+the fixed point ``ρ = min(1, c + a m(ρ))`` (the load-coupling model: Siomina and Yuan,
+"Analysis of cell load coupling for LTE network planning and optimization", IEEE Trans.
+Wireless Commun. 11(6):2287-2297, 2012; Fehske, Klessig, Voigt, Fettweis, "Flow-level
+models for capacity planning and management in interference-coupled wireless data
+networks", IEEE Commun. Mag. 52(2):164-171, 2014), found by iterating from an idle
+network, which rises to the least fixed point because ``m`` grows with ``ρ``. A cell
+whose demand ``c + a m(ρ)`` reaches 1 at that point is overloaded: its queue of files
+grows.
 
 Those papers put each other cell's *mean* emission ``ρ_j P g_j`` into the SINR. The engine
 does not average: a cell of the fluid scheduler either has a flow and uses all its RBs, or
