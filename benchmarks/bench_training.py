@@ -12,9 +12,16 @@ Backends:
   Linear/ReLU stacks, the sequential loop for models with convolutions, vmap otherwise;
   see netfl/learning/learner.py's make_trainer);
 - ``dense``: the dense path (netfl/learning/dense.py), Linear/ReLU stacks only;
-- ``batched-vmap``: the vectorised torch.func path forced, also for convolutions on CPU.
+- ``batched-vmap``: the vectorised torch.func path forced, also for convolutions on CPU;
+- ``batched-graph``: the vectorised path with the chunk's step captured as a CUDA graph
+  and replayed (``learning.cuda_graphs``, the default on a GPU; on CPU the same static
+  step runs without a graph, which shows its cost there).
 
 ``us/client-step`` is the round's time over its client-steps (K x steps of one client).
+``--bf16`` applies bf16 autocast to the batched backends (on CPU, CPU autocast). The
+``% of peak`` column compares with the dense peak of the card named in the first line
+(:data:`PEAK_TFLOPS`): bf16 with ``--bf16``, else plain fp32 (convolutions may run in
+TF32 on tensor cores, torch's default for cuDNN, so fp32 rows can exceed 100%).
 
 Usage::
 
@@ -37,6 +44,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from netfl.config.learning import LearningConfig
 from netfl.learning.batched import BatchedTrainer
+from netfl.learning.capture import cuda_graph, no_graph
 from netfl.learning.dense import DenseTrainer
 from netfl.learning.learner import make_trainer
 from netfl.learning.models import (
@@ -56,8 +64,16 @@ MODELS = {
     "rbcsf_fmnist_cnn": (rbcsf_fmnist_cnn, (1, 28, 28), 100, 50),
     "fedcs_cifar_cnn": (fedcs_cifar_cnn, (3, 32, 32), 50, 50),
 }
-#: Dense peak TFLOP/s by device-name fragment: (bf16 tensor, fp32 non-tensor), SXM parts.
-PEAK_TFLOPS = {"H100": (989.0, 67.0), "H200": (989.0, 67.0), "A100": (312.0, 19.5)}
+#: Dense peak TFLOP/s by device-name fragment, first match: (bf16 tensor, fp32 non-tensor).
+#: NVIDIA's datasheets: H100 SXM 989 / 67, H100 PCIe 756 / 51, H100 NVL 835 / 60, H200 (SXM)
+#: 989 / 67, A100 312 / 19.5 (the bf16 figures without sparsity).
+PEAK_TFLOPS = {
+    "H100 PCIe": (756.0, 51.0),
+    "H100 NVL": (835.0, 60.0),
+    "H100": (989.0, 67.0),
+    "H200": (989.0, 67.0),
+    "A100": (312.0, 19.5),
+}
 
 
 @dataclass
@@ -93,7 +109,10 @@ def trainer_for(backend: str, model, device, chunk: int | None, bf16: bool) -> T
     if backend == "batched":  # what learning.backend: batched runs on this device
         config = LearningConfig(backend="batched", max_parallel_clients=chunk, bf16=bf16)
         return make_trainer(config, model, device)
-    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=True)
+    capture = None
+    if backend == "batched-graph":
+        capture = cuda_graph if device.type == "cuda" else no_graph
+    return BatchedTrainer(model, device, chunk, bf16, vectorize_convolutions=True, capture=capture)
 
 
 def time_backends(trainers: dict[str, Trainer], model, shape, k, n, sgd, device, repeats, clock):
@@ -200,9 +219,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--clients", nargs="+", type=int, default=[10, 50, 100])
     parser.add_argument(
-        "--backends", nargs="+", default=["sequential", "batched", "batched-vmap"],
-        choices=["sequential", "batched", "dense", "batched-vmap"],
-    )  # fmt: skip
+        "--backends",
+        nargs="+",
+        default=["sequential", "batched", "batched-vmap"],
+        choices=["sequential", "batched", "dense", "batched-vmap", "batched-graph"],
+    )
     parser.add_argument("--samples", type=int, default=None, help="samples per client")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)

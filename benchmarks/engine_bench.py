@@ -65,7 +65,7 @@ MULTI = {
         "model": "lte",
         "channel_model": "tr38901_umi",
         "carrier_frequency_hz": 3.5e9,
-        "uplink": {"p0_dbm": -80, "alpha": 0.8},
+        "uplink_power_control": {"p0_dbm": -80, "alpha": 0.8},
         "downlink": {"tx_power_dbm": 41.0, "noise_figure_db": 7.0},
         "rate_mapping": SHANNON,
         "update_interval_s": None,

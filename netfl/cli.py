@@ -247,11 +247,13 @@ def _wall_text(summary: dict[str, Any]) -> str:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.resources import disk_problems
     from netfl.scenario import dump_scenario, load_scenario, resolve_source
+    from netfl.validation import device_problems, gpu_memory_line
 
     source, _ = resolve_source(args.scenario)
     try:
         scenario = load_scenario(args.scenario, args.overrides, check_data=True)
         problems = disk_problems(scenario, Path(scenario.output.root))
+        problems += device_problems(scenario)
         if problems:
             raise ScenarioError(problems, source)
     except ScenarioError as exc:
@@ -265,6 +267,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     lines = [*describe(scenario), *forecast(scenario).lines()]
     if args.print_resolved:
+        gpu = gpu_memory_line(scenario)
+        if gpu is not None:
+            print(f"# Estimated if trained on a GPU: {gpu}")
         for line in lines:
             print(f"# {line}")
         print(dump_scenario(scenario), end="")
@@ -274,6 +279,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             f" '{scenario.selection.name}')"
         )
         print("\n".join(lines))
+        if scenario.learning is not None and scenario.learning.device == "cuda":
+            print(gpu_memory_line(scenario))
     return EXIT_OK
 
 

@@ -123,13 +123,8 @@ def _summary(
 
 
 def _training_path(world: World) -> str:
-    """Which path trained the clients (``learning.backend`` and the model decide)."""
-    trainer = getattr(world.learner, "trainer", None)
-    if trainer is None:
-        return "none"
-    from netfl.learning.learner import training_path
-
-    return training_path(trainer)
+    """Which loop trained the clients (``learning.backend`` and the model decide)."""
+    return str(getattr(world.learner, "training_path", "none"))
 
 
 def _radio_summary(world: World) -> dict[str, float]:

@@ -9,11 +9,14 @@ scenarios are loaded (:mod:`netfl.scenario`).
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfl.config import Scenario, cross_checks
 from netfl.errors import NetflError, Problem, ScenarioWarning
 from netfl.resources import memory_problems
+
+if TYPE_CHECKING:
+    from netfl.learning.gpu_memory import GpuMemory
 
 
 def scenario_problems(
@@ -173,3 +176,59 @@ def name_problems(data: dict[str, Any]) -> list[Problem]:
             if name not in found:
                 problems.append(Problem(f"{section}.{key}", found.unknown_message(name)))
     return problems
+
+
+def scenario_gpu_memory(scenario: Scenario) -> GpuMemory:
+    """The GPU memory one run of ``scenario`` needs (:mod:`netfl.learning.gpu_memory`):
+    its dataset loaded and its model built as the run would, on the CPU; raise
+    ScenarioError/DatasetError as the run would."""
+    import torch
+
+    from netfl.fl.population import build_population
+    from netfl.learning.build import load_dataset
+    from netfl.learning.gpu_memory import estimate_gpu_memory
+    from netfl.registry import models
+    from netfl.rng import Streams
+
+    learning = scenario.learning
+    assert learning is not None
+    streams = Streams(scenario.seed)
+    population = build_population(scenario.devices, streams)
+    dataset = load_dataset(learning, streams.get("learning.split"), population.n_clients)
+    with torch.random.fork_rng(devices=[]):
+        model = models().load(learning.model)(dataset.input_shape, dataset.n_classes)
+    sizes = (len(dataset.y_train), len(dataset.y_test))
+    return estimate_gpu_memory(scenario, model, dataset.input_shape, sizes)
+
+
+def device_problems(scenario: Scenario) -> list[Problem]:
+    """``learning.device: cuda`` without CUDA, ``learning.bf16`` on a GPU without bf16:
+    what ``simulate`` would refuse when it builds the learner (imports torch only for
+    ``device: cuda``)."""
+    learning = scenario.learning
+    if learning is None or learning.device != "cuda":
+        return []
+    from netfl.errors import ScenarioError
+    from netfl.learning.build import training_device
+
+    try:
+        training_device(learning)
+    except ScenarioError as exc:
+        return exc.problems
+    return []
+
+
+def gpu_memory_line(scenario: Scenario) -> str | None:
+    """``netfl validate``'s line on the GPU memory one run needs (None without learning),
+    with how many runs fit the free memory of this machine's GPU, where it has one."""
+    if scenario.learning is None:
+        return None
+    import torch
+
+    memory = scenario_gpu_memory(scenario)
+    line = memory.describe()
+    if torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info()
+        name = torch.cuda.get_device_name()
+        line += f"; {memory.fitting(free)} such runs fit the {free / 2**30:.1f} GiB free on {name}"
+    return line

@@ -22,6 +22,9 @@ ISOLATED_RADIO: dict[str, Any] = {
     "channel_model": "umi_nlos",
     "carrier_frequency_hz": 2.5e9,
     "downlink": {"tx_power_dbm": 41.0, "noise_figure_db": 7.0},
+    # The seed papers' fixed power per RB: rates linear in the RBs a transfer holds, which
+    # the tests of the engine's sharing read off (tests/test_power_control.py has the rest).
+    "uplink_power_control": {"mode": "fixed_per_rb"},
 }
 
 

@@ -27,7 +27,11 @@ SMALL = {
     "name": "forecast",
     "seed": 3,
     "cell": {"sites": 7, "sectors": 1, "inter_site_distance_m": 200, "device_sites": "all"},
-    "radio": {"model": "lte", "uplink": {"scheduler": "equal", "p0_dbm": -80, "alpha": 0.8}},
+    "radio": {
+        "model": "lte",
+        "uplink": {"scheduler": "equal"},
+        "uplink_power_control": {"p0_dbm": -80, "alpha": 0.8},
+    },
     "traffic": {
         "sources": [
             {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": 1.0},

@@ -88,6 +88,38 @@ def _dropout(input_shape, n_classes):
     )
 
 
+class _Gated(nn.Module):
+    """Picks a layer by the batch's mean: Python control flow on a tensor's value."""
+
+    def __init__(self, n_inputs: int, n_classes: int) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(n_inputs, n_classes), nn.Linear(n_inputs, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(1)
+        return self.a(x) if x.mean() > 0 else self.b(x)
+
+
+def _gated(input_shape, n_classes):
+    return _Gated(math.prod(input_shape), n_classes)
+
+
+class _Positive(nn.Module):
+    """Keeps the positive inputs only: a shape that depends on the data."""
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(1, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        kept = x.flatten(1)[x.flatten(1) > 0]
+        return self.linear(kept.sum().view(1, 1)).expand(len(x), -1)
+
+
+def _data_dependent_shape(input_shape, n_classes):
+    return _Positive(n_classes)
+
+
 def _frozen(input_shape, n_classes):
     model = _mlp(input_shape, n_classes)
     model.requires_grad_(False)
@@ -103,7 +135,8 @@ def _frozen(input_shape, n_classes):
         (_wrong_input, "its forward pass on a float32 batch of shape (6, 1, 8, 8) raised"),
         (_numpy_init, "two builds under the same torch seed differ"),
         (_float64, "is torch.float64; netfl trains float32 parameters"),
-        (_dropout, "refuses random operations such as dropout"),
+        (_gated, "refuses data-dependent Python control flow and shapes"),
+        (_data_dependent_shape, "refuses data-dependent Python control flow and shapes"),
         (_frozen, "has no trainable parameters"),
     ],
 )
@@ -114,8 +147,13 @@ def test_each_broken_model_rule_is_named(build, rule):
     assert "\n" not in str(info.value)
 
 
-def test_dropout_trains_under_the_sequential_backend():
-    check_model(_dropout, (1, 8, 8), 10, backend="sequential")
+@pytest.mark.parametrize("backend", ["sequential", "batched"])
+def test_dropout_trains_under_both_backends(backend):
+    check_model(_dropout, (1, 8, 8), 10, backend=backend)
+
+
+def test_data_dependent_control_flow_trains_under_the_sequential_backend():
+    check_model(_gated, (1, 8, 8), 10, backend="sequential")
 
 
 def _arrays(n=40, classes=4, seed=0):

@@ -174,13 +174,17 @@ def test_masked_batch_norm_equals_batch_norm():
 
 def test_masked_batch_norm_keeps_fp32_statistics_of_bf16_input():
     """Under bf16 autocast (CUDA) convolutions hand batch norm bf16 activations; the
-    statistics are those nn.BatchNorm2d computes in fp32 from the same (rounded) values."""
+    statistics are those nn.BatchNorm2d computes in fp32 from the same (rounded) values,
+    and the output is theirs rounded to bf16 (the input's dtype, as nn.BatchNorm2d gives
+    it), so the next layer reads bf16."""
     torch.manual_seed(4)
     x = (3 * torch.randn(20, 8, 6, 6) + 1.7).bfloat16()
     reference = nn.BatchNorm2d(8)
     expected = reference(x.float())
     masked = MaskedBatchNorm(nn.BatchNorm2d(8))
-    assert torch.allclose(masked(x).float(), expected, atol=1e-5)
+    out = masked(x)
+    assert out.dtype == torch.bfloat16
+    assert torch.allclose(out.float(), expected, rtol=2**-8, atol=1e-5)
     assert torch.allclose(masked.running_mean, reference.running_mean, rtol=1e-5, atol=1e-6)
     assert torch.allclose(masked.running_var, reference.running_var, rtol=1e-5)
 

@@ -130,7 +130,11 @@ def _small_layout(arrival_dl_hz: float, arrival_ul_hz: float, budget_s: float = 
         "name": "small",
         "seed": 2,
         "cell": {"sites": 7, "sectors": 1, "inter_site_distance_m": 200},
-        "radio": {"model": "lte", "uplink": {"scheduler": "equal", "p0_dbm": -80, "alpha": 0.8}},
+        "radio": {
+            "model": "lte",
+            "uplink": {"scheduler": "equal"},
+            "uplink_power_control": {"p0_dbm": -80, "alpha": 0.8},
+        },
         "traffic": {
             "sources": [
                 {"kind": "ftp1", "direction": "downlink", "arrival_rate_hz": arrival_dl_hz},
@@ -160,9 +164,11 @@ def test_expected_load_grows_with_the_arrival_rate(arrival_ul_hz):
 
 def test_the_engine_settles_where_the_plan_says():
     """300 simulated seconds of background traffic alone on seven cells: each direction's
-    realised RB use (mean over the cells) is within 20% of the expected load, where the
-    worst case (every other cell at full load) is 17% and 45% above it (measured: uplink
-    0.604 realised, 0.617 planned; downlink 0.511 and 0.536; docs/radio.md)."""
+    realised RB use (mean over the cells) is within 20% of the expected load (measured:
+    uplink 0.499 realised, 0.450 planned; downlink 0.512 and 0.537; docs/radio.md). The
+    downlink's worst case (every other cell at full load) is far above it (0.74); the
+    uplink's is not, since a cell-edge device spreads its P_CMAX over the RBs it holds and
+    on this small layout the uplink is limited by noise more than by interference."""
     scenario = scenario_from_data(_small_layout(2.0, 0.5))
     plan = background_load(scenario)
     env = simpy.Environment()
@@ -172,4 +178,5 @@ def test_the_engine_settles_where_the_plan_says():
         realised = np.mean([s.utilisation() for s in cells.schedulers[d]])
         expected = plan[name].expected.mean()
         assert expected == pytest.approx(realised, rel=0.2)
-        assert plan[name].worst_case.mean() > 1.15 * expected
+        assert plan[name].worst_case.mean() >= expected - 2e-3  # the solve's tolerance
+    assert plan["downlink"].worst_case.mean() > 1.15 * plan["downlink"].expected.mean()

@@ -35,7 +35,7 @@ def _multicell(**cell):
         "model": "lte",
         "channel_model": "tr38901_umi",
         "carrier_frequency_hz": 3.5e9,
-        "uplink": {"p0_dbm": -80.0, "alpha": 0.8},
+        "uplink_power_control": {"p0_dbm": -80.0, "alpha": 0.8},
     }
     return data
 
@@ -77,10 +77,13 @@ def test_devices_are_served_by_their_strongest_cell_in_every_cell():
 def test_uplink_power_control_follows_ts_36_213():
     _, build = _build(_multicell())
     system, cl = build.network.system, build.columns["coupling_loss_db"]
-    # P = min(23 - 10 log10(RBs), -80 + 0.8 CL) dBm per RB, all 50 RBs of 10 MHz.
-    expected = np.minimum(23.0 - 10 * math.log10(50), -80.0 + 0.8 * cl)
-    assert build.network.devices.ul_power_db == pytest.approx(expected)
-    assert system.ul_power_db(np.array([200.0]))[0] == pytest.approx(23 - 10 * math.log10(50))
+    power = build.network.devices.ul_power_db
+    # Within the power limit, P0 + alpha CL per RB (at most P_CMAX, one RB's worth)...
+    assert power == pytest.approx(np.minimum(23.0, -80.0 + 0.8 * cl))
+    assert system.ul_power_db(np.array([200.0]))[0] == pytest.approx(23.0)
+    # ...and on all 50 RBs of 10 MHz, min(23 - 10 log10(50), -80 + 0.8 CL) dBm per RB.
+    full = power - system.ul_full_drop_db(power)
+    assert full == pytest.approx(np.minimum(23.0 - 10 * math.log10(50), -80.0 + 0.8 * cl))
 
 
 def test_an_upload_alone_in_an_idle_layout_takes_bits_over_its_noise_limited_rate():
@@ -89,8 +92,9 @@ def test_an_upload_alone_in_an_idle_layout_takes_bits_over_its_noise_limited_rat
     client = 0
     cell = int(network.devices.serving[client])
     system = network.system
-    signal = network.devices.ul_power_db[client] + network.devices.gain_db[client, cell]
-    snr = signal - system.noise_db[UL]
+    power = network.devices.ul_power_db[client]
+    on_all_rbs = power - system.ul_full_drop_db(power)  # alone, it holds every RB
+    snr = on_all_rbs + network.devices.gain_db[client, cell] - system.noise_db[UL]
     rate = float(system.rate_per_rb(UL, np.array(snr))) * system.n_rb[UL]
     proc = network.upload(env, client, 4.0e6)
     env.run(until=proc)
@@ -145,6 +149,13 @@ def test_interference_follows_what_the_other_cells_have_in_flight():
     env.run(until=env.all_of(procs))
 
 
+def _on_all_rbs(system, devices, device):
+    """A device's power per RB alone in its cell, on all its RBs (dBm): its power within
+    the power limit, less what spreading P_CMAX over the 50 RBs costs."""
+    power = devices.ul_power_db[device]
+    return float(power - system.ul_full_drop_db(power))
+
+
 def _two_uploads(update_interval_s):
     """Device a uploads 20 s worth of its alone rate; from t = 1 s device b, in another
     cell, uploads 1 s worth of its own: each interferes with the other while both are in
@@ -181,12 +192,14 @@ def test_the_radio_update_keeps_links_in_flight_on_the_interference_they_see():
 
     def rate(device, interferer):
         cell = int(d.serving[device])
-        signal = d.ul_power_db[device] + d.gain_db[device, cell]
-        emission = _mw(d.ul_power_db[interferer]) * _mw(d.gain_db[interferer, cell])
+        signal = _on_all_rbs(system, d, device) + d.gain_db[device, cell]
+        emission = 0.0
+        if interferer is not None:  # alone in its cell, it transmits on every RB
+            emission = _mw(_on_all_rbs(system, d, interferer)) * _mw(d.gain_db[interferer, cell])
         sinr = system.sinr_db(UL, np.array(signal), emission)
         return float(system.rate_per_rb(UL, sinr)) * n_rb
 
-    alone_a = float(d.alone_rate_per_rb_bps[UL][a]) * n_rb
+    alone_a = rate(a, None)
     with_b, with_a = rate(a, b), rate(b, a)
     assert with_b < alone_a
     assert tb.duration_s == pytest.approx(bits_b / with_a, rel=1e-9)
@@ -306,7 +319,7 @@ def test_a_background_user_drowned_by_interference_waits_for_the_update(
         with pytest.raises(ValueError, match="no background user of cell 0 has coverage"):
             users.next()
         return
-    rate, _, link = users.next()
+    rate, _, _, link = users.next()
     assert rate == 0.0 and link is not None and link.cell == 0
 
 
@@ -329,7 +342,9 @@ def test_moved_devices_links_follow_their_gains_and_background_links_stay():
         "background": RadioLink(0, UL, devices.gain_db[5].copy(), 10.0),
     }
     for link in links.values():
-        table.add(SimpleNamespace(link=link, rate_per_rb_bps=1.0))
+        flow = SimpleNamespace(link=link, rate_per_rb_bps=1.0, sinr_db=0.0, id=-1)
+        flow.power_limit_rb = link.limit_rb
+        table.add(flow)
     before = {name: table.gain_mw[link.slot].copy() for name, link in links.items()}
     moved_gain = devices.gain_db.copy()
     moved_gain[last] -= 6.0

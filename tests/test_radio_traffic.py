@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -128,7 +129,13 @@ def test_user_pool_skips_users_without_coverage():
         return np.array([0.0, 5.0, 0.0, 7.0]), ["a", "b", "c", "d"]
 
     pool = UserPool(draw, np.random.default_rng(0), batch=4)
-    assert [pool.next() for _ in range(3)] == [(5.0, "b", None), (7.0, "d", None), (5.0, "b", None)]
+    users = [pool.next() for _ in range(3)]
+    assert [(rate, div, link) for rate, _, div, link in users] == [
+        (5.0, "b", None),
+        (7.0, "d", None),
+        (5.0, "b", None),
+    ]
+    assert all(math.isnan(sinr) for _, sinr, _, _ in users)  # no radio: no SINR
     dead = UserPool(lambda rng, n: (np.zeros(n), [None] * n), np.random.default_rng(0))
     with pytest.raises(ValueError, match="coverage"):
         dead.next()

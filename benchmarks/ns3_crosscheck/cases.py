@@ -9,9 +9,13 @@ committed ns-3 results were produced from.
 
 Power model (both sides): the device keeps a fixed power per RB, ``ue_power_rb_dbm``, whatever
 its allocation -- TS 36.213 Sec. 5.1.1.1 open-loop power control with alpha = 0 and
-``P0_PUSCH = ue_power_rb_dbm`` (netfl's ``tx_power_dbm`` over ``tx_power_rbs`` RBs); the
+``P0_PUSCH = ue_power_rb_dbm`` (netfl's ``uplink_power_control.mode: fixed_per_rb``); the
 eNB spreads ``enb_power_dbm`` over all its RBs. So a device's SINR does not depend on how many
-RBs it holds, on either side.
+RBs it holds, on either side. The power-control cases (``ul_pc_*``, issue 33) set
+``ue_p0_dbm``: the device transmits ``min(P_CMAX, P0 + 10 log10(M) + alpha PL)`` on the ``M``
+RBs it is granted (LENA's ``LteUePowerControl``, open loop; netfl's ``mode: open_loop``), so
+a device beyond its power limit sees its SINR per RB fall with its allocation; their devices
+sit at distances from the eNB, at the ITU-R M.2135-1 UMi NLOS path loss at 2 GHz.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 THERMAL_NOISE_DBM_HZ = -174.0
 RB_BANDWIDTH_HZ = 180e3
@@ -39,18 +45,31 @@ class Cell:
     enb_power_dbm: float = 41.0  # netfl's default downlink power, over all RBs
     ue_noise_figure_db: float = 7.0  # netfl's default device noise figure
     enb_noise_figure_db: float = 5.0  # netfl's default BS noise figure (also LENA's)
+    #: Open-loop power control (None: the fixed ``ue_power_rb_dbm``): P0_PUSCH (an integer
+    #: dBm in LENA), alpha and P_CMAX.
+    ue_p0_dbm: int | None = None
+    ue_alpha: float = 1.0
+    ue_p_cmax_dbm: float = 23.0
 
     def noise_rb_dbm(self, direction: str) -> float:
         nf = self.enb_noise_figure_db if direction == "uplink" else self.ue_noise_figure_db
         return THERMAL_NOISE_DBM_HZ + 10 * math.log10(RB_BANDWIDTH_HZ) + nf
 
-    def tx_power_rb_dbm(self, direction: str) -> float:
-        if direction == "uplink":
+    def tx_power_rb_dbm(self, direction: str, pathloss_db: float = 0.0, rbs: int = 1) -> float:
+        """Power per RB: the eNB's over all RBs; a device's fixed one, or under power
+        control ``min(P0 + alpha PL, P_CMAX - 10 log10(rbs))`` on ``rbs`` RBs."""
+        if direction == "downlink":
+            return self.enb_power_dbm - 10 * math.log10(self.n_rb)
+        if self.ue_p0_dbm is None:
             return self.ue_power_rb_dbm
-        return self.enb_power_dbm - 10 * math.log10(self.n_rb)
+        return min(
+            self.ue_p0_dbm + self.ue_alpha * pathloss_db,
+            self.ue_p_cmax_dbm - 10 * math.log10(rbs),
+        )
 
-    def snr_db(self, direction: str, pathloss_db: float) -> float:
-        return self.tx_power_rb_dbm(direction) - pathloss_db - self.noise_rb_dbm(direction)
+    def snr_db(self, direction: str, pathloss_db: float, rbs: int = 1) -> float:
+        power = self.tx_power_rb_dbm(direction, pathloss_db, rbs)
+        return power - pathloss_db - self.noise_rb_dbm(direction)
 
     def pathloss_for_snr_db(self, direction: str, snr_db: float) -> float:
         return self.tx_power_rb_dbm(direction) - snr_db - self.noise_rb_dbm(direction)
@@ -73,8 +92,16 @@ class Case:
     def n_devices(self) -> int:
         return len(self.pathloss_db)
 
+    @property
+    def rbs_each(self) -> int:
+        """RBs each device holds while it transfers: the band over the devices that start
+        together (one at a time: all of it), at least 3 (LENA's uplink minimum)."""
+        active = max(1, sum(1 for s in self.start_s if s == self.start_s[0]))
+        return max(3, self.cell.n_rb // active)
+
     def snr_db(self) -> list[float]:
-        return [self.cell.snr_db(self.direction, pl) for pl in self.pathloss_db]
+        """Each device's SINR per RB on the RBs it holds (:attr:`rbs_each`)."""
+        return [self.cell.snr_db(self.direction, pl, self.rbs_each) for pl in self.pathloss_db]
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -119,6 +146,41 @@ def lone_transfer_bound_s(snr_db: float, file_bytes: int, n_rb: int = 50) -> flo
     return 2.0 * 8 * file_bytes / rate_bps + 0.5
 
 
+#: Power control (issue 33): P0 -106 dBm, alpha 1 (netfl's 3GPP default), P_CMAX 23 dBm.
+PC_CELL = Cell(ue_p0_dbm=-106, ue_alpha=1.0, ue_p_cmax_dbm=23.0)
+#: One device at a time: near the eNB (below its power limit), then at 23 dBm over the band.
+PC_SINGLE_M = [50.0, 200.0, 300.0]
+#: Five devices on 10 RBs each: four of them beyond their power limit at 10 RBs.
+PC_FIVE_M = [100.0, 300.0, 350.0, 400.0, 450.0]
+#: Twenty devices on 20 MHz, 5 RBs each (above LENA's minimum of 3 uplink RBs a device, so
+#: all twenty transmit in every TTI, as netfl's fluid shares assume): from 100 to 575 m.
+PC_TWENTY_M = [100.0 + 25.0 * i for i in range(20)]
+
+
+def umi_pathloss_db(distance_m: list[float]) -> tuple[float, ...]:
+    """ITU-R M.2135-1 UMi NLOS (hexagonal) at 2 GHz, rounded to 0.01 dB."""
+    from channel_models.itu_m2135 import UMI_NLOS
+
+    loss = UMI_NLOS.pathloss_db(np.asarray(distance_m), 2.0e9, 10.0, 1.5)  # no height term
+    return tuple(round(float(x), 2) for x in loss)
+
+
+def power_control_cases() -> list[Case]:
+    """The uplink with LENA's open-loop power control: one device at a time at 50, 200 and
+    300 m, five and twenty starting together."""
+    single = umi_pathloss_db(PC_SINGLE_M)
+    starts = [0.0]
+    for pl in single[:-1]:
+        snr = PC_CELL.snr_db("uplink", pl, PC_CELL.n_rb)
+        starts.append(round(starts[-1] + lone_transfer_bound_s(snr, 1_000_000), 1))
+    wide = Cell(n_rb=100, ue_p0_dbm=-106, ue_alpha=1.0, ue_p_cmax_dbm=23.0)
+    return [
+        Case("ul_pc_1", "uplink", single, tuple(starts), cell=PC_CELL),
+        Case("ul_pc_5", "uplink", umi_pathloss_db(PC_FIVE_M), (0.0,) * 5, cell=PC_CELL),
+        Case("ul_pc_20", "uplink", umi_pathloss_db(PC_TWENTY_M), (0.0,) * 20, cell=wide),
+    ]
+
+
 def single_cell_cases() -> list[Case]:
     """1 device at a time (one run, each starting once the previous is surely done), 5 and
     20 starting together, 5 staggered by 0.3 s, in both directions."""
@@ -144,7 +206,7 @@ def single_cell_cases() -> list[Case]:
     return cases
 
 
-CASES: list[Case] = single_cell_cases()
+CASES: list[Case] = single_cell_cases() + power_control_cases()
 
 
 def save_cases(cases: list[Case], path: Path) -> None:

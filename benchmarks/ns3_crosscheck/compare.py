@@ -1,17 +1,17 @@
 """netfl against the committed ns-3 LENA results: per-device ratios, the table and the figure.
 
-``python -m benchmarks.ns3_crosscheck.compare [--figure]`` prints the markdown table of
-docs/radio.md ("netfl against ns-3 LENA") from ``results/`` and netfl's side
-(:mod:`benchmarks.ns3_crosscheck.netfl_side`), and with ``--figure`` writes
-``docs/figures/ns3_crosscheck.png``. No ns-3 needed. ``tests/test_ns3_crosscheck.py``
-asserts the targets on the same numbers.
+``python -m benchmarks.ns3_crosscheck.compare [--figure]`` prints the markdown tables of
+docs/radio.md ("netfl against ns-3 LENA", and "Uplink power control" for the ``ul_pc_*``
+cases) from ``results/`` and netfl's side (:mod:`benchmarks.ns3_crosscheck.netfl_side`),
+and with ``--figure`` writes ``docs/figures/ns3_crosscheck.png``. No ns-3 needed.
+``tests/test_ns3_crosscheck.py`` asserts the targets on the same numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ class CaseComparison:
     lena_bps: np.ndarray  # LENA as shipped
     netfl_bps: np.ndarray  # netfl's default link abstraction
     paper_bps: np.ndarray  # netfl's previous default
+    fixed_bps: np.ndarray | None = None  # power control cases: netfl before issue 33
 
     @property
     def in_range(self) -> np.ndarray:
@@ -68,9 +69,18 @@ def comparisons() -> list[CaseComparison]:
                 rate("lena"),
                 rates_bps(case),
                 rates_bps(case, PAPER_MAPPING),
+                rates_bps(fixed_power(case)) if case.cell.ue_p0_dbm is not None else None,
             )
         )
     return out
+
+
+def fixed_power(case: Case) -> Case:
+    """The case as netfl modelled it before issue 33: P_CMAX over the whole band, the same
+    power per RB whatever the allocation."""
+    c = case.cell
+    per_rb = c.ue_p_cmax_dbm - 10 * np.log10(c.n_rb)
+    return replace(case, cell=replace(c, ue_p0_dbm=None, ue_power_rb_dbm=float(per_rb)))
 
 
 def geometric_mean(x: np.ndarray) -> float:
@@ -85,6 +95,8 @@ def table(items: list[CaseComparison]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in items:
+        if c.fixed_bps is not None:
+            continue  # power_control_table
         k = c.in_range
         before = c.paper_bps[k] / c.ns3_bps[k]
         shipped = c.paper_bps[k] / c.lena_bps[k]
@@ -96,6 +108,30 @@ def table(items: list[CaseComparison]) -> str:
             f" {geometric_mean(c.ratio[k]):.3f} |"
             f" {geometric_mean(before):.2f} ({before.min():.2f} to {before.max():.2f}) |"
             f" {geometric_mean(shipped):.2f} ({shipped.min():.2f} to {shipped.max():.2f}) |"
+        )
+    return "\n".join(lines)
+
+
+def power_control_table(items: list[CaseComparison]) -> str:
+    """The ``ul_pc_*`` cases: each device's SINR on its RBs, netfl against ns-3, and what
+    netfl gave before issue 33 (P_CMAX over the band, whatever the allocation)."""
+    lines = [
+        "| case | devices (RBs each) | SINR on its RBs (dB) | ns-3, artefacts removed (Mbit/s) |"
+        " netfl / ns-3: per device | geometric mean | before (fixed power per RB) / ns-3 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in items:
+        if c.fixed_bps is None:
+            continue
+        k = c.in_range
+        before = c.fixed_bps[k] / c.ns3_bps[k]
+        lines.append(
+            f"| `{c.case.name}` | {c.case.n_devices} ({c.case.rbs_each}) |"
+            f" {c.snr_db[k].min():.1f} to {c.snr_db[k].max():.1f} |"
+            f" {c.ns3_bps[k].min() / 1e6:.2f} to {c.ns3_bps[k].max() / 1e6:.2f} |"
+            f" {c.ratio[k].min():.2f} to {c.ratio[k].max():.2f} |"
+            f" {geometric_mean(c.ratio[k]):.3f} |"
+            f" {geometric_mean(before):.2f} ({before.min():.2f} to {before.max():.2f}) |"
         )
     return "\n".join(lines)
 
@@ -158,6 +194,8 @@ def main() -> None:
     args = parser.parse_args()
     items = comparisons()
     print(table(items))
+    print()
+    print(power_control_table(items))
     if (RESULTS / "multicell_sinr.csv").exists():
         for direction, (ns3, netfl) in multicell_medians().items():
             print(f"multi-cell {direction}: median SINR ns-3 {ns3:.2f} dB, netfl {netfl:.2f} dB")

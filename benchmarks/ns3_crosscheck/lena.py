@@ -75,13 +75,20 @@ def configure(ns, case: Case) -> None:
     d("ns3::LteEnbPhy::TxPower", ns.DoubleValue(c.enb_power_dbm))
     d("ns3::LteEnbPhy::NoiseFigure", ns.DoubleValue(c.enb_noise_figure_db))
     d("ns3::LteUePhy::NoiseFigure", ns.DoubleValue(c.ue_noise_figure_db))
-    # Fixed power per RB: open-loop power control with alpha = 0, P0 = the per-RB power.
-    d("ns3::LteUePhy::TxPower", ns.DoubleValue(c.ue_power_rb_dbm + 10 * math.log10(c.n_rb)))
     d("ns3::LteUePhy::EnableUplinkPowerControl", ns.BooleanValue(True))
     d("ns3::LteUePowerControl::ClosedLoop", ns.BooleanValue(False))
-    d("ns3::LteUePowerControl::Alpha", ns.DoubleValue(0.0))
-    d("ns3::LteUePowerControl::PoNominalPusch", ns.IntegerValue(round(c.ue_power_rb_dbm)))
-    d("ns3::LteUePowerControl::Pcmax", ns.DoubleValue(c.ue_power_rb_dbm + 10 * math.log10(c.n_rb)))
+    if c.ue_p0_dbm is None:
+        # Fixed power per RB: open-loop power control with alpha = 0, P0 = the per-RB power.
+        p_cmax = c.ue_power_rb_dbm + 10 * math.log10(c.n_rb)
+        d("ns3::LteUePowerControl::Alpha", ns.DoubleValue(0.0))
+        d("ns3::LteUePowerControl::PoNominalPusch", ns.IntegerValue(round(c.ue_power_rb_dbm)))
+    else:
+        # Open-loop power control (issue 33): min(Pcmax, P0 + 10 log10(M) + alpha PL).
+        p_cmax = c.ue_p_cmax_dbm
+        d("ns3::LteUePowerControl::Alpha", ns.DoubleValue(c.ue_alpha))
+        d("ns3::LteUePowerControl::PoNominalPusch", ns.IntegerValue(c.ue_p0_dbm))
+    d("ns3::LteUePhy::TxPower", ns.DoubleValue(p_cmax))
+    d("ns3::LteUePowerControl::Pcmax", ns.DoubleValue(p_cmax))
 
 
 #: Data REs per PRB the corrected link adaptation assumes: netfl's defaults without SRS
@@ -187,6 +194,9 @@ def build(ns, cppyy, case: Case, mode: str):
         else [ues.Get(i).GetId() * 1000 for i in range(case.n_devices)]
     )
     if case.direction == "uplink":
+        for i in range(case.n_devices):
+            phy = ue_devs.Get(i).GetObject[ns.LteUeNetDevice]().GetPhy()
+            cppyy.gbl.xc.HookPuschPower(phy.GetUplinkPowerControl())
         lte.EnableUlMacTraces()
         lte.EnableUlPhyTraces()
         lte.EnableUlRxPhyTraces()
@@ -235,10 +245,16 @@ def correct(ns, cppyy, case: Case, enb_devs, ue_devs, ues) -> object:
     grants = cppyy.gbl.xc.GrantWrap()
     grants.ulRePerPrb, grants.dlRePerPrb = UL_RE_PER_PRB, DL_RE_PER_PRB
     if case.direction == "uplink":
-        active = max(1, sum(1 for s in case.start_s if s == case.start_s[0]))
-        n_rb = max(3, case.cell.n_rb // active)
-        for t in ul_thresholds_db(cppyy, n_rb):
+        for t in ul_thresholds_db(cppyy, case.rbs_each):
             wrap.ulThresholdsDb.push_back(t)
+        c = case.cell
+        if c.ue_p0_dbm is not None:  # the PUSCH's SINR on each grant (GrantWrap, SchedWrap)
+            grants.ulPcmaxDbm, grants.ulNoiseRbDbm = c.ue_p_cmax_dbm, c.noise_rb_dbm("uplink")
+            for i, (pl, snr) in enumerate(zip(case.pathloss_db, case.snr_db(), strict=True)):
+                rnti = ue_devs.Get(i).GetObject[ns.LteUeNetDevice]().GetRrc().GetRnti()
+                grants.ulOpenLoopDbm[rnti] = c.ue_p0_dbm + c.ue_alpha * pl
+                grants.ulPathlossDb[rnti] = pl
+                wrap.ulPuschSinrDb[rnti] = snr
     else:
         for i, snr in enumerate(case.snr_db()):
             rnti = ue_devs.Get(i).GetObject[ns.LteUeNetDevice]().GetRrc().GetRnti()
@@ -315,6 +331,7 @@ def per_device(case: Case, folder: Path) -> list[dict]:
                 "tb_bits": int(mac_bytes[mine].sum() * 8),
                 "mcs_median": float(np.median(mac_mcs[mine])) if mine.any() else math.nan,
                 "harq_failures": int(np.sum((phy[:, 2] == imsi) & (phy[:, ok_col] == 0))),
+                "pusch_power_dbm": round(rx[i].get("pusch_power_dbm", math.nan), 3),
             }
         )
     return rows
@@ -343,12 +360,18 @@ def simulate(case: Case, mode: str, folder: Path) -> None:
         ns.Simulator.Run()
         if all(rx.bytes.count(k) and int(rx.bytes[k]) >= case.file_bytes for k in keys):
             break
+    pusch = cppyy.gbl.xc.g_pusch.dbm
+    rntis = [
+        ue_devs.Get(i).GetObject[ns.LteUeNetDevice]().GetRrc().GetRnti() for i in range(len(keys))
+    ]
     log = [
         {
             "bytes": int(rx.bytes[k]) if rx.bytes.count(k) else 0,
             "last_s": float(rx.last[k]) if rx.last.count(k) else math.nan,
+            # The median PUSCH power over the device's transmissions (uplink cases).
+            "pusch_power_dbm": float(np.median(list(pusch[r]))) if pusch.count(r) else math.nan,
         }
-        for k in keys
+        for k, r in zip(keys, rntis, strict=True)
     ]
     (folder / "rx.json").write_text(json.dumps(log))
     del keep

@@ -35,6 +35,25 @@ void HookRx(std::string path)
     Config::Connect(path, MakeCallback(&RxLog::Rx, &g_rx));
 }
 
+// The PUSCH power each device's LteUePowerControl sets (dBm), per RNTI, every transmission.
+struct PuschPowerLog
+{
+    std::map<uint16_t, std::vector<double>> dbm;
+
+    void Power(uint16_t cellId, uint16_t rnti, double txPower)
+    {
+        dbm[rnti].push_back(txPower);
+    }
+};
+
+PuschPowerLog g_pusch;
+
+void HookPuschPower(Ptr<LteUePowerControl> control)
+{
+    control->TraceConnectWithoutContext("ReportPuschTxPower",
+                                        MakeCallback(&PuschPowerLog::Power, &g_pusch));
+}
+
 // Access to LteRlcUm::DoReportBufferStatus (private) through the explicit-instantiation
 // rule [temp.explicit]/12: the RLC reports its buffer to the MAC every TTI, as a UE puts a
 // buffer status report in every MAC PDU (TS 36.321 Sec. 5.4.5), instead of LENA's 10 ms
@@ -177,14 +196,17 @@ double TrueThresholdDb(int nrb, int mcs, bool uplink, double rePerPrb)
 
 // Sits between the eNB MAC and its scheduler. Uplink: replaces each SRS SINR report by
 // the SINR that makes the scheduler pick the CQI given by `ulThresholdsDb` (CQI c from
-// ulThresholdsDb[c - 1] on). Downlink: replaces the wideband/subband CQI of an RNTI in
-// `dlCqi`. Everything else is forwarded unchanged.
+// ulThresholdsDb[c - 1] on) at the SRS's SINR, or under power control at the PUSCH's on the
+// RBs the device is granted (`ulPuschSinrDb`: the SRS has its own power). Downlink:
+// replaces the wideband/subband CQI of an RNTI in `dlCqi`. Everything else is forwarded
+// unchanged.
 struct SchedWrap : public FfMacSchedSapProvider
 {
     FfMacSchedSapProvider* inner{nullptr};
     std::vector<double> ulThresholdsDb;
     std::map<uint16_t, int> dlCqi;
     std::map<uint16_t, double> ulSinrDb; // last SRS SINR (dB, worst RB) per RNTI
+    std::map<uint16_t, double> ulPuschSinrDb;
     uint64_t ulRewritten{0}, dlRewritten{0};
 
     int UlCqi(double sinrDb) const
@@ -231,6 +253,7 @@ struct SchedWrap : public FfMacSchedSapProvider
             return;
         }
         SchedUlCqiInfoReqParameters q = p;
+        double pusch = 1e9;
         for (auto& vsp : p.m_vendorSpecificList)
         {
             if (vsp.m_type != SRS_CQI_RNTI_VSP)
@@ -240,10 +263,13 @@ struct SchedWrap : public FfMacSchedSapProvider
             for (auto v : p.m_ulCqi.m_sinr)
                 worst = std::min(worst, LteFfConverter::fpS11dot3toDouble(v));
             ulSinrDb[rnti] = worst;
+            auto it = ulPuschSinrDb.find(rnti);
+            if (it != ulPuschSinrDb.end())
+                pusch = it->second;
         }
         for (auto& v : q.m_ulCqi.m_sinr)
         {
-            double db = LteFfConverter::fpS11dot3toDouble(v);
+            double db = pusch < 1e8 ? pusch : LteFfConverter::fpS11dot3toDouble(v);
             v = LteFfConverter::double2fpS11dot3(PiroSinrDb(UlCqi(db)));
         }
         ++ulRewritten;
@@ -256,12 +282,21 @@ struct SchedWrap : public FfMacSchedSapProvider
 // TB that decodes at a TB error rate <= 0.1 (TrueThresholdDb) on the granted RBs, at the
 // device's last SRS SINR (uplink) or its SINR from the case (downlink, `dlSinrDb`), and the
 // TBS that goes with it (downlink: the RLC PDU sizes too), instead of the MCS the
-// scheduler derives from a CQI (only the 15 MCS that match a CQI).
+// scheduler derives from a CQI (only the 15 MCS that match a CQI). Under uplink power
+// control (`ulOpenLoopDbm` set for an RNTI) the uplink SINR is the PUSCH's on the granted
+// RBs, min(P0 + alpha PL, Pcmax - 10 log10(RBs)) - PL - noise per RB, as an eNB that knows
+// the device's power headroom (TS 36.321 Sec. 5.4.6) predicts it; the SRS, sent over other
+// RBs at its own power, does not tell it. Where no MCS decodes on the granted RBs (a device
+// at Pcmax spread too thin), the grant shrinks to the most RBs on which MCS 0 does (the
+// device's power concentrated, as netfl's lte_tbs below MCS 0), instead of keeping LENA's
+// own MCS, which its disabled error model would pass.
 struct GrantWrap : public FfMacSchedSapUser
 {
     FfMacSchedSapUser* inner{nullptr};
     SchedWrap* provider{nullptr};
     std::map<uint16_t, double> dlSinrDb;
+    std::map<uint16_t, double> ulOpenLoopDbm, ulPathlossDb;
+    double ulPcmaxDbm{23.0}, ulNoiseRbDbm{0.0};
     double ulRePerPrb{144.0}, dlRePerPrb{132.0};
     int rbgSize{3};
     std::map<std::tuple<int, int, bool>, int> cache; // (SINR in 1/8 dB, RBs, uplink) -> MCS
@@ -321,10 +356,32 @@ struct GrantWrap : public FfMacSchedSapUser
         Ptr<LteAmc> amc = CreateObject<LteAmc>();
         for (auto& dci : q.m_dciList)
         {
-            auto it = provider->ulSinrDb.find(dci.m_rnti);
-            if (dci.m_ndi != 1 || it == provider->ulSinrDb.end())
+            if (dci.m_ndi != 1)
                 continue;
-            int mcs = Mcs(it->second, dci.m_rbLen, true);
+            double sinrDb;
+            auto ol = ulOpenLoopDbm.find(dci.m_rnti);
+            auto it = provider->ulSinrDb.find(dci.m_rnti);
+            if (ol != ulOpenLoopDbm.end())
+            {
+                int rbs = dci.m_rbLen, mcs = -1;
+                for (; rbs >= 1 && mcs < 0; --rbs)
+                {
+                    double power = std::min(ol->second, ulPcmaxDbm - 10.0 * std::log10(rbs));
+                    mcs = Mcs(power - ulPathlossDb[dci.m_rnti] - ulNoiseRbDbm, rbs, true);
+                }
+                if (mcs < 0)
+                    continue; // nothing decodes even on one RB
+                dci.m_rbLen = rbs + 1;
+                dci.m_mcs = mcs;
+                dci.m_tbSize = amc->GetUlTbSizeFromMcs(mcs, dci.m_rbLen) / 8;
+                ++rewritten;
+                continue;
+            }
+            else if (it != provider->ulSinrDb.end())
+                sinrDb = it->second;
+            else
+                continue;
+            int mcs = Mcs(sinrDb, dci.m_rbLen, true);
             if (mcs < 0)
                 continue;
             dci.m_mcs = mcs;

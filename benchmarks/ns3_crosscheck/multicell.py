@@ -58,6 +58,8 @@ SCENARIO: dict[str, Any] = {
         "carrier_frequency_hz": 2.0e9,
         "uplink": {"tx_power_dbm": 23.0, "noise_figure_db": 5.0},
         "downlink": {"tx_power_dbm": 46.0, "noise_figure_db": 7.0},
+        # A fixed power per RB on both sides (alpha = 0 in LENA): the SINR cross-check.
+        "uplink_power_control": {"mode": "fixed_per_rb"},
     },
     "devices": {
         "groups": [{"name": "ue", "count": N_DEVICES, "compute_sps": 100.0, "n_samples": 10}]
@@ -93,8 +95,7 @@ def _network(gain_db: np.ndarray, serving: np.ndarray) -> Any:
     """netfl's engine on :data:`SCENARIO`'s layout with the devices at the given gains."""
     import simpy
 
-    from netfl.radio.build import device_links, radio_system
-    from netfl.radio.cells import Cells
+    from netfl.radio.build import cells_of, device_links, radio_system
     from netfl.radio.cellular import CellularNetwork
     from netfl.radio.propagation import LinkGains
     from netfl.radio.system import typical_ul_emission_mw
@@ -104,8 +105,7 @@ def _network(gain_db: np.ndarray, serving: np.ndarray) -> Any:
     sc = scenario_from_data(SCENARIO)
     system = radio_system(sc)
     env = simpy.Environment()
-    policies = {d: system.link_config[d].scheduler for d in system.link_config}
-    cells = Cells(env, system.n_cells, system.n_rb, policies, system.dl_power_db)
+    cells = cells_of(env, system)
     cells.typical_ul_mw = typical_ul_emission_mw(
         system, Streams(sc.seed).get("radio.typical_users")
     )

@@ -23,9 +23,8 @@ import numpy as np
 import simpy
 
 from benchmarks.ns3_crosscheck.cases import Case
-from netfl.config.radio import LteTbsConfig
-from netfl.radio.build import device_links, radio_system
-from netfl.radio.cells import DL, UL, Cells
+from netfl.config.radio import LTE_RB_PER_BANDWIDTH, LteTbsConfig
+from netfl.radio.build import cells_of, device_links, radio_system
 from netfl.radio.cellular import CellularNetwork
 from netfl.radio.propagation import LinkGains
 from netfl.scenario import scenario_from_data
@@ -49,7 +48,14 @@ def scenario_data(case: Case, mapping: dict[str, Any] | None = None) -> dict[str
             packet_payload_bytes=case.packet_bytes,
             packet_header_bytes=UDP_IP_HEADER_BYTES + L2_HEADER_BYTES,
         ).model_dump()
-    link = {"bandwidth_hz": 10e6, "scheduler": POLICY[case.scheduler]}
+    bandwidth_hz = {n: b for b, n in LTE_RB_PER_BANDWIDTH.items()}[c.n_rb]
+    link = {"bandwidth_hz": bandwidth_hz, "scheduler": POLICY[case.scheduler]}
+    uplink: dict[str, Any] = {**link, "noise_figure_db": c.enb_noise_figure_db}
+    if c.ue_p0_dbm is None:  # a fixed power per RB (alpha 0 in LENA)
+        uplink["tx_power_dbm"] = c.ue_power_rb_dbm + 10 * math.log10(c.n_rb)
+        control: dict[str, Any] = {"mode": "fixed_per_rb"}
+    else:
+        control = {"p0_dbm": c.ue_p0_dbm, "alpha": c.ue_alpha, "p_cmax_dbm": c.ue_p_cmax_dbm}
     return {
         "cell": {"sites": 1, "sectors": 1, "wrap_around": False, "indoor_fraction": 0.0},
         "radio": {
@@ -58,16 +64,13 @@ def scenario_data(case: Case, mapping: dict[str, Any] | None = None) -> dict[str
             "carrier_frequency_hz": 2.5e9,
             "rate_mapping": mapping,
             "shadowing": False,
-            "uplink": {
-                **link,
-                "tx_power_dbm": c.ue_power_rb_dbm + 10 * math.log10(c.n_rb),
-                "noise_figure_db": c.enb_noise_figure_db,
-            },
+            "uplink": uplink,
             "downlink": {
                 **link,
                 "tx_power_dbm": c.enb_power_dbm,
                 "noise_figure_db": c.ue_noise_figure_db,
             },
+            "uplink_power_control": control,
         },
         "devices": {"groups": [{"count": case.n_devices, "n_samples": 1}]},
         "fl": {"rounds": 1, "clients_per_round": 1, "model_size_bits": 8.0 * case.file_bytes},
@@ -91,8 +94,7 @@ def network(case: Case, mapping: dict[str, Any] | None = None) -> CellularNetwor
         zeros,
         zeros,
     )
-    policies = {d: system.link_config[d].scheduler for d in (UL, DL)}
-    cells = Cells(env, 1, system.n_rb, policies, system.dl_power_db)
+    cells = cells_of(env, system)
     return CellularNetwork(env, system, cells, device_links(system, gains, None), [[]])
 
 

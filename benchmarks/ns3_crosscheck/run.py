@@ -3,8 +3,9 @@
 ``python -m benchmarks.ns3_crosscheck.run [--cases ul_1 dl_5 ...] [--modes lena corrected]
 [--work DIR]`` runs every single-cell case of :data:`~benchmarks.ns3_crosscheck.cases.CASES`
 in ns-3 LENA, one process per case and mode (kept in ``DIR``; an interrupted batch resumes,
-``--cases`` reruns those), and writes ``results/single_cell.csv`` (one row per device, case
-and mode) and ``results/cases.json`` (the descriptions). ``--mi`` writes
+``--cases`` reruns those, and the cases not in ``DIR`` keep their committed rows), and
+writes ``results/single_cell.csv`` (one row per device, case and mode) and
+``results/cases.json`` (the descriptions). ``--mi`` writes
 ``results/lena_mi_thresholds.csv`` (the SINR at which each MCS reaches a TB error rate of
 0.1 under LENA's MI error model, the data the implementation losses of
 :mod:`channel_models.lte` are fitted to); ``--multicell`` runs
@@ -53,17 +54,27 @@ def run_cases(names: list[str] | None, modes: list[str], work: Path) -> None:
                 writer = csv.DictWriter(f, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)
+    committed: list[dict[str, str]] = []
+    if (RESULTS / "single_cell.csv").exists():
+        with (RESULTS / "single_cell.csv").open() as f:
+            committed = list(csv.DictReader(f))
     rows = []
     for case in CASES:
         for mode in MODES:
             target = work / f"{case.name}_{mode}.csv"
-            if not target.exists():
+            if target.exists():
+                with target.open() as f:
+                    rows.extend(csv.DictReader(f))
+                continue
+            # A case not run here keeps its committed rows (``--cases`` ran others).
+            kept = [r for r in committed if r["case"] == case.name and r["mode"] == mode]
+            if not kept:
                 raise SystemExit(f"{target} missing: run the case first")
-            with target.open() as f:
-                rows.extend(csv.DictReader(f))
+            rows.extend(kept)
     RESULTS.mkdir(exist_ok=True)
+    fields = list(dict.fromkeys(key for row in rows for key in row))  # columns added later
     with (RESULTS / "single_cell.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(rows)
     save_cases(CASES, RESULTS / "cases.json")

@@ -259,7 +259,8 @@ class LearningConfig(StrictModel):
         default=1,
         le=1024,
         description=(
-            "CPU threads for training (torch intra-op) and for numpy's BLAS during the run"
+            "CPU threads for training (torch intra-op, also on a GPU run for its host side)"
+            " and for numpy's BLAS during the run"
             " (strategies' linear algebra): 1 suits the small models netfl trains per client,"
             " where OpenMP workers spin-waiting on a shared CPU cost 10x (docs/benchmarks.md,"
             " 'CPU threads'); null keeps the libraries' defaults (all cores). At most 1,024:"
@@ -283,7 +284,21 @@ class LearningConfig(StrictModel):
         description="batched: train at most this many clients at once (memory; null: all).",
     )
     bf16: bool = Field(
-        default=False, description="batched, cuda only: bf16 autocast of the forward pass."
+        default=False,
+        description=(
+            "batched, cuda only: bf16 autocast of the forward pass, and with it of the"
+            " backward's matrix products and convolutions; parameters, their updates and"
+            " batch-norm statistics stay fp32. A GPU without bf16 is refused."
+        ),
+    )
+    cuda_graphs: bool = Field(
+        default=True,
+        description=(
+            "batched, cuda only: capture each chunk's training step once as a CUDA graph"
+            " and replay it (one launch a step, no host synchronisation inside a round;"
+            " netfl/learning/capture.py). A step that cannot be captured trains eagerly,"
+            " with a warning; summary.json's training_path says which ran. false: eager."
+        ),
     )
 
     @field_validator("dataset_params")

@@ -25,8 +25,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from channel_models import lte, nr
+from channel_models import power_control as pc
 from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
 from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
@@ -88,9 +90,10 @@ class LinkConfig(StrictModel):
     tx_power_dbm: PowerDbm = Field(
         default=23.0,
         description=(
-            "Transmit power, dBm, spread over tx_power_rbs RBs; the power spectral"
-            " density stays fixed when a transfer gets more or fewer RBs (LTE uplink power"
-            " control, fixed downlink energy per resource element)."
+            "Transmit power, dBm, spread over tx_power_rbs RBs; the power spectral density"
+            " stays fixed when a transfer gets more or fewer RBs (the downlink's fixed energy"
+            " per resource element; uplink: radio.uplink_power_control.mode fixed_per_rb"
+            " only, open-loop devices have p_cmax_dbm)."
         ),
     )
     tx_power_rbs: PositiveInt | None = Field(
@@ -98,20 +101,6 @@ class LinkConfig(StrictModel):
         description="RBs that tx_power_dbm covers (null: rb_per_flow, or all RBs).",
     )
     noise_figure_db: NonNegativeFloat = Field(default=5.0, description="Receiver noise figure, dB.")
-    p0_dbm: float | None = Field(
-        default=None,
-        description=(
-            "Uplink open-loop power control (TS 36.213 Sec. 5.1.1.1):"
-            " a device transmits min(tx_power_dbm, p0_dbm + 10 log10(RBs) + alpha x its"
-            " coupling loss), i.e. P0 per RB, dBm (null: full tx_power_dbm). Uplink only."
-        ),
-    )
-    alpha: float = Field(
-        default=1.0,
-        ge=0.0,
-        le=1.0,
-        description="Path-loss compensation factor alpha of open-loop power control (with p0_dbm).",
-    )
     scheduler: Policy = Field(
         default="equal",
         description=(
@@ -165,12 +154,6 @@ class LinkConfig(StrictModel):
         return self.tx_power_rbs or self.flow_rb_cap
 
 
-def _refuse_downlink_p0(value: float | None) -> float | None:
-    if value is not None:
-        raise ValueError("p0_dbm is uplink power control; the base station transmits tx_power_dbm")
-    return value
-
-
 class DownlinkConfig(LinkConfig):
     """The LTE cell's downlink: the base station transmits, the device receives.
 
@@ -191,7 +174,116 @@ class DownlinkConfig(LinkConfig):
         description="The device's receiver noise figure, dB (TR 36.873 Table 8.2-1: 9 dB).",
     )
 
-    _no_power_control = field_validator("p0_dbm")(_refuse_downlink_p0)
+
+PowerControlMode = Literal["open_loop", "fixed_per_rb"]
+
+
+class UplinkPowerControlConfig(StrictModel):
+    """The devices' PUSCH power (TS 36.213 Sec. 5.1.1.1; NR: TS 38.213 Sec. 7.1.1).
+
+    ``open_loop``: a transfer of ``M`` RBs transmits
+    ``min(p_cmax_dbm, p0_dbm + 10 log10(2^mu M) + alpha PL + closed_loop_db)`` (``PL`` the
+    device's coupling loss to its serving cell, ``mu`` the NR numerology, 0 in LTE), ``M``
+    its allocation of the moment: below the power limit a fixed power per RB, beyond it
+    ``p_cmax_dbm`` spread over the RBs it holds (docs/radio.md, "Uplink power control").
+    ``fixed_per_rb``: ``uplink.tx_power_dbm`` over ``uplink.tx_power_rbs`` RBs, the same
+    power per RB whatever the allocation (netfl before issue 33; the seed papers' cells).
+    """
+
+    mode: PowerControlMode = Field(
+        default="open_loop",
+        description="`open_loop`: the standard's PUSCH power for the RBs a transfer holds (the"
+        " keys below); `fixed_per_rb`: uplink.tx_power_dbm over uplink.tx_power_rbs RBs,"
+        " whatever the allocation (the seed papers' fixed power per RB).",
+    )
+    p0_dbm: float = Field(
+        default=-106.0,
+        allow_inf_nan=False,
+        ge=pc.NR_P0_RANGE_DBM[0],
+        le=pc.NR_P0_RANGE_DBM[1],
+        description="P0_PUSCH, the nominal received power per RB of 180 kHz, dBm: -126 to"
+        " 24 in LTE (TS 36.331 p0-NominalPUSCH), -202 to 24 in NR (TS 38.331"
+        " p0-NominalWithGrant). Default -106 dBm with alpha 1, the 3GPP LTE system-level"
+        " uplink setting (TR 36.814 Table A.2.2-1, as 5G-LENA's 3GPP calibration sets it).",
+    )
+    alpha: float = Field(
+        default=1.0,
+        description="Fractional path-loss compensation alpha: 0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9"
+        " or 1 (TS 36.331 / TS 38.331).",
+    )
+    p_cmax_dbm: float = Field(
+        default=23.0,
+        allow_inf_nan=False,
+        ge=-40.0,
+        le=pc.P_CMAX_MAX_DBM,
+        description="The device's maximum output power P_CMAX, dBm (23: power class 3, TS"
+        " 36.101 / TS 38.101-1; at most 33).",
+    )
+    closed_loop_db: float = Field(
+        default=0.0,
+        allow_inf_nan=False,
+        ge=-40.0,
+        le=40.0,
+        description="The closed-loop correction f (accumulated TPC commands, TS 36.213 Sec."
+        " 5.1.1.1), dB, held constant: netfl does not model TPC.",
+    )
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, value: float) -> float:
+        if not any(abs(value - a) < 1e-9 for a in pc.ALPHAS):
+            raise ValueError(
+                f"{value:g} is not a TS 36.331 alpha: one of 0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1"
+            )
+        return value
+
+
+#: The keys a power-control mode does not use, with the values they may keep (their
+#: defaults, as a resolved scenario writes them): any other value is refused, not ignored.
+_FIXED_ONLY = {"tx_power_dbm": (None, 23.0), "tx_power_rbs": (None,)}
+_OPEN_LOOP_ONLY = ("p0_dbm", "alpha", "p_cmax_dbm", "closed_loop_db")
+
+
+def _power_keys(data: dict[str, Any]) -> None:
+    """Refuse, naming the key, what the scenario's uplink power-control mode would ignore,
+    and the keys issue 33 moved (``uplink.p0_dbm``, ``uplink.alpha``)."""
+    uplink = data.get("uplink")
+    uplink = uplink if isinstance(uplink, dict) else {}
+    for key in ("p0_dbm", "alpha"):
+        if key in uplink:
+            raise PydanticCustomError(
+                "removed_key",
+                f"uplink.{key} moved to radio.uplink_power_control.{key} (with p_cmax_dbm,"
+                " the device's maximum power, in place of uplink.tx_power_dbm)",
+            )
+    control = data.get("uplink_power_control")
+    control = control if isinstance(control, dict) else {}
+    mode = control.get("mode", "open_loop")
+    if mode == "open_loop":
+        ue_power = data.get("ue_tx_power_dbm", 23.0)
+        stray = [
+            f"uplink.{k}"
+            for k, keep in _FIXED_ONLY.items()
+            if k in uplink and uplink[k] not in (*keep, ue_power)
+        ]
+        stray += ["ue_tx_power_dbm"] if ue_power != 23.0 else []
+        if stray:
+            raise PydanticCustomError(
+                "power_control",
+                f"{stray[0]}: under radio.uplink_power_control.mode open_loop (the default) a"
+                " device's power follows its allocation up to uplink_power_control.p_cmax_dbm;"
+                " set that, or mode: fixed_per_rb to spread uplink.tx_power_dbm over"
+                " uplink.tx_power_rbs RBs",
+            )
+    elif mode == "fixed_per_rb":
+        defaults = UplinkPowerControlConfig()
+        stray = [k for k in _OPEN_LOOP_ONLY if k in control and control[k] != getattr(defaults, k)]
+        if stray:
+            raise PydanticCustomError(
+                "power_control",
+                f"uplink_power_control.{stray[0]} applies under mode open_loop; under"
+                " fixed_per_rb a device transmits uplink.tx_power_dbm over uplink.tx_power_rbs",
+            )
 
 
 class ShannonConfig(StrictModel):
@@ -410,6 +502,30 @@ class LteRadioConfig(StrictModel):
     downlink: DownlinkConfig = Field(
         default_factory=DownlinkConfig, description="Downlink (BS -> device)."
     )
+    uplink_power_control: UplinkPowerControlConfig = Field(
+        default_factory=UplinkPowerControlConfig,
+        description="The devices' uplink (PUSCH) power for the RBs each transfer holds.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _power_control_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            _power_keys(data)
+        return data
+
+    @field_validator("uplink_power_control")
+    @classmethod
+    def _p0_range(
+        cls, value: UplinkPowerControlConfig, info: ValidationInfo
+    ) -> UplinkPowerControlConfig:
+        low, high = pc.LTE_P0_RANGE_DBM
+        if info.data.get("model") == "lte" and not low <= value.p0_dbm <= high:
+            raise ValueError(
+                f"p0_dbm: {value.p0_dbm:g} dBm is outside LTE's p0-NominalPUSCH range"
+                f" ({low:g} to {high:g} dBm, TS 36.331)"
+            )
+        return value
 
 
 class NrCqiConfig(StrictModel):
@@ -515,8 +631,6 @@ class NrLinkConfig(LinkConfig):
 class NrDownlinkConfig(NrLinkConfig):
     """The NR cell's downlink (a null power or noise figure takes the downlink's default)."""
 
-    _no_power_control = field_validator("p0_dbm")(_refuse_downlink_p0)
-
 
 class NrRadioConfig(LteRadioConfig):
     """``model: nr``: a 5G NR cell: numerology, NR bandwidths, FDD or TDD, NR CQI tables.
@@ -557,7 +671,10 @@ class NrRadioConfig(LteRadioConfig):
         default_factory=NrCqiConfig, description="SINR -> rate mapping."
     )
     ue_tx_power_dbm: PowerDbm = Field(
-        default=23.0, description="Device maximum transmit power, dBm (power class 3)."
+        default=23.0,
+        description="Device transmit power, dBm (power class 3), spread over"
+        " uplink.tx_power_rbs under uplink_power_control.mode fixed_per_rb (open loop: the"
+        " device's maximum is uplink_power_control.p_cmax_dbm).",
     )
     bs_tx_power_dbm_per_mhz: Decibels = Field(
         default=round(BS_TX_POWER_DBM_PER_MHZ, 2),

@@ -7,8 +7,9 @@ a common shape and masked:
 
 - a padded sample has weight 0, and a client's loss is the weighted mean over its real
   samples, so its gradient is the one of its real minibatch;
-- batch norm computes its statistics over the real samples only (:class:`MaskedBatchNorm`
-  replaces every ``nn.BatchNorm*``; each client keeps its own running statistics);
+- batch norm computes its statistics over the real samples only
+  (:class:`~netfl.learning.masked_norm.MaskedBatchNorm` replaces every ``nn.BatchNorm*``;
+  each client keeps its own running statistics);
 - a client whose plan is over is inactive: its parameters, momentum buffer and
   batch-norm statistics are kept as they are (``torch.where``), not merely nudged by zero.
   This is also how clients with different step counts (partial work: the first
@@ -23,16 +24,25 @@ per-client generators as :class:`~netfl.learning.trainer.SequentialTrainer`'s an
 the device once; the loop itself has no host synchronisation. The SGD update reproduces
 ``torch.optim.SGD`` (weight decay, then momentum with zero dampening).
 
+Dropout layers draw their masks from each client's seed (:mod:`netfl.learning.dropout`),
+so models with dropout train batched too, with the sequential trainer's masks; other
+random operations draw from torch's generator (``vmap`` with ``randomness="different"``).
+
 On CPU, vmap turns K clients' convolutions into one grouped convolution, which oneDNN
 runs slower than K separate ones; there a model with convolutions trains through the
 sequential loop unless ``vectorize_convolutions=True`` (docs/benchmarks.md, ## Training).
 
-CUDA paths (device placement, bf16 autocast) are written for GPUs but tested on CPU only.
+On a GPU (``cuda_graphs``), a chunk's step is captured once as a CUDA graph and replayed
+(:mod:`netfl.learning.capture`); a step that cannot be captured trains through the eager
+loop below, with a warning, and :attr:`BatchedTrainer.path` says which ran. bf16 autocast
+(``bf16``) covers the forward pass and with it the backward's matrix products; parameters,
+their updates and batch-norm statistics stay fp32. tests/test_gpu.py checks the CUDA paths
+against the sequential trainer; ``benchmarks/gpu_check.sh`` times them.
 """
 
 from __future__ import annotations
 
-import copy
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +52,15 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
+from netfl.errors import ScenarioWarning
+from netfl.learning.capture import (
+    CaptureError,
+    Recorder,
+    StaticStep,
+    StepShape,
+)
+from netfl.learning.dropout import KEY, STEP, client_key, with_client_dropout
+from netfl.learning.masked_norm import MASK, MaskedBatchNorm, with_masked_batch_norm
 from netfl.learning.trainer import (
     LocalSGD,
     SequentialTrainer,
@@ -50,81 +69,10 @@ from netfl.learning.trainer import (
     loss_summary,
 )
 
-MASK = "sample_mask"
+__all__ = ["BatchPlan", "BatchedTrainer", "MaskedBatchNorm", "batch_plan"]
 
-
-class MaskedBatchNorm(nn.Module):
-    """Batch norm whose training statistics skip samples with mask 0.
-
-    Takes over a ``nn.BatchNorm1d/2d``'s parameters and buffers under the same names, so
-    state dicts are interchangeable. The per-sample mask is the non-persistent buffer
-    ``sample_mask`` (shape (B,)), given per client through ``functional_call``. With every
-    sample real it computes exactly what ``nn.BatchNorm*`` computes in training mode.
-    """
-
-    running_mean: torch.Tensor | None
-    running_var: torch.Tensor | None
-    num_batches_tracked: torch.Tensor | None
-
-    def __init__(self, bn: nn.modules.batchnorm._BatchNorm) -> None:
-        super().__init__()
-        self.eps = bn.eps
-        self.momentum = bn.momentum
-        self.weight = bn.weight
-        self.bias = bn.bias
-        self.register_buffer("running_mean", bn.running_mean)
-        self.register_buffer("running_var", bn.running_var)
-        self.register_buffer("num_batches_tracked", bn.num_batches_tracked)
-        self.register_buffer(MASK, torch.ones(1), persistent=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        channel = (1, -1) + (1,) * (x.dim() - 2)
-        if not self.training:
-            return F.batch_norm(
-                x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
-            )
-        # Statistics in fp32 also under bf16 autocast, as nn.BatchNorm* computes them there
-        # (in bf16 the running variance was off by about 0.3%).
-        x = x.float()
-        reduce = [0, *range(2, x.dim())]
-        mask = getattr(self, MASK)
-        if mask.shape[0] != x.shape[0]:  # used on its own, without a mask: every sample
-            mask = torch.ones(x.shape[0], device=x.device)
-        weight = mask.to(x.dtype).view((-1,) + (1,) * (x.dim() - 1))
-        count = weight.sum() * (x[0, 0].numel())
-        mean = (x * weight).sum(reduce) / count.clamp_min(1)
-        centred = x - mean.view(channel)
-        var = (centred * centred * weight).sum(reduce) / count.clamp_min(1)
-        out = centred * torch.rsqrt(var + self.eps).view(channel)
-        if self.weight is not None and self.bias is not None:
-            out = out * self.weight.view(channel) + self.bias.view(channel)
-        if self.running_mean is not None and self.running_var is not None:
-            self._track(mean.detach(), var.detach(), count)
-        return out
-
-    @torch.no_grad()
-    def _track(self, mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor) -> None:
-        assert self.running_mean is not None and self.running_var is not None
-        assert self.num_batches_tracked is not None
-        seen = count > 0
-        self.num_batches_tracked.add_(seen.to(self.num_batches_tracked.dtype))
-        if self.momentum is None:  # cumulative moving average
-            factor = 1.0 / self.num_batches_tracked.clamp_min(1).to(mean.dtype)
-        else:
-            factor = torch.full_like(count, self.momentum)
-        unbiased = var * count / (count - 1).clamp_min(1)
-        for buffer, value in ((self.running_mean, mean), (self.running_var, unbiased)):
-            buffer.copy_(torch.where(seen, (1 - factor) * buffer + factor * value, buffer))
-
-
-def with_masked_batch_norm(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` with every ``nn.BatchNorm*`` replaced by MaskedBatchNorm."""
-    model = copy.deepcopy(model)
-    for parent in list(model.modules()):
-        for name, child in parent.named_children():
-            if isinstance(child, nn.modules.batchnorm._BatchNorm):
-                setattr(parent, name, MaskedBatchNorm(child))
-    return model
+#: Captured steps kept per trainer (one per chunk shape; a run has one or two).
+MAX_CAPTURED = 4
 
 
 @dataclass(frozen=True)
@@ -169,7 +117,12 @@ def batch_plan(
 
 
 class BatchedTrainer:
-    """Vectorised backend (see the module docstring); same results as SequentialTrainer."""
+    """Vectorised backend (see the module docstring); same results as SequentialTrainer.
+
+    ``capture``: record each chunk's step and replay it (:mod:`netfl.learning.capture`;
+    None: eager). The learner passes :func:`~netfl.learning.capture.cuda_graph` on a GPU
+    with ``learning.cuda_graphs``.
+    """
 
     def __init__(
         self,
@@ -178,16 +131,18 @@ class BatchedTrainer:
         max_parallel_clients: int | None = None,
         bf16: bool = False,
         vectorize_convolutions: bool | None = None,
+        capture: Recorder | None = None,
     ) -> None:
         self.device = device
-        self.module = with_masked_batch_norm(model).to(device).train()
+        self.module = with_masked_batch_norm(with_client_dropout(model)).to(device).train()
         self.param_names = [name for name, _ in self.module.named_parameters()]
-        self.mask_names = [
-            name for name, _ in self.module.named_buffers() if name.rsplit(".", 1)[-1] == MASK
-        ]
+        leaf = {name: name.rsplit(".", 1)[-1] for name, _ in self.module.named_buffers()}
+        self.mask_names = [name for name, last in leaf.items() if last == MASK]
+        self.key_names = [name for name, last in leaf.items() if last == KEY]
+        self.step_names = [name for name, last in leaf.items() if last == STEP]
         self.max_parallel_clients = max_parallel_clients
-        self.bf16 = bf16 and device.type == "cuda"
-        self._forward = vmap(self._one_client)
+        self.bf16 = bf16
+        self._forward = vmap(self._one_client, randomness="different")
         # On CPU, the grouped convolution that vmap makes of K clients' convolutions is
         # slower than K separate ones (1.5-2.5x measured on the early CIFAR layers; see
         # docs/benchmarks.md), so by default a model with convolutions trains there client
@@ -198,15 +153,30 @@ class BatchedTrainer:
         self.fallback = (
             SequentialTrainer(model, device) if has_conv and not vectorize_convolutions else None
         )
+        self.capture = capture
+        self._captured: dict[StepShape, StaticStep] = {}
+        #: Why the step could not be captured (None: captured, or not asked to).
+        self.capture_refused: str | None = None
+
+    @property
+    def path(self) -> str:
+        """Which loop trains: ``batched, sequential loop`` (CPU convolutions),
+        ``batched, captured``, ``batched, eager`` or ``batched, eager (capture refused:
+        ...)``."""
+        if self.fallback is not None:
+            return "batched, sequential loop"
+        if self.capture_refused is not None:
+            return f"batched, eager (capture refused: {self.capture_refused})"
+        return "batched, captured" if self.capture is not None else "batched, eager"
 
     def _one_client(
         self,
         params: dict[str, torch.Tensor],
         buffers: dict[str, torch.Tensor],
-        masks: dict[str, torch.Tensor],
+        inputs: dict[str, torch.Tensor],
         x: torch.Tensor,
     ) -> torch.Tensor:
-        return functional_call(self.module, (params, buffers, masks), (x,))
+        return functional_call(self.module, (params, buffers, inputs), (x,))
 
     def train(
         self,
@@ -230,7 +200,8 @@ class BatchedTrainer:
             plan = batch_plan(
                 client_indices[part], seeds[part], sgd, None if steps is None else steps[part]
             )
-            state, loss = self._train_chunk(global_state, x, y, plan, sgd)
+            keys = torch.tensor([client_key(seed) for seed in seeds[part]], dtype=torch.int64)
+            state, loss = self._train_chunk(global_state, x, y, plan, keys, sgd)
             states.append(state)
             losses.append(loss)  # to the host after the last chunk: chunks queue up on a GPU
             actives.append(plan.active)
@@ -250,6 +221,79 @@ class BatchedTrainer:
         x: torch.Tensor,
         y: torch.Tensor,
         plan: BatchPlan,
+        keys: torch.Tensor,
+        sgd: LocalSGD,
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        step = self._static_step(global_state, x, y, plan, sgd) if plan.n_steps else None
+        if step is not None:
+            return step.run(global_state, plan.rows, plan.weight, plan.active, keys, sgd.lr)
+        return self._train_eager(global_state, x, y, plan, keys, sgd)
+
+    def _static_step(
+        self,
+        global_state: Mapping[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        plan: BatchPlan,
+        sgd: LocalSGD,
+    ) -> StaticStep | None:
+        """The captured step for this chunk's shape (built and captured on first use), or
+        None: eager (not asked for, or the capture was refused once)."""
+        if self.capture is None or self.capture_refused is not None:
+            return None
+        _, n_clients, width = plan.rows.shape
+        shape = StepShape(
+            n_clients,
+            width,
+            sgd.momentum,
+            sgd.weight_decay,
+            sgd.prox_mu,
+            (x.data_ptr(), y.data_ptr()),
+        )
+        step = self._captured.pop(shape, None)  # re-inserted last: the most recent
+        if step is None or step.capacity < plan.n_steps:
+            while len(self._captured) >= MAX_CAPTURED:
+                del self._captured[next(iter(self._captured))]
+            step = self._new_step(global_state, x, y, shape, plan.n_steps)
+            if step is None:
+                return None
+        self._captured[shape] = step
+        return step
+
+    def _new_step(
+        self,
+        global_state: Mapping[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        shape: StepShape,
+        n_steps: int,
+    ) -> StaticStep | None:
+        """Build and capture a step with room for ``n_steps`` (rounded up to a power of
+        two, so that longer plans rarely need another); None, with a warning, if the
+        capture is refused (every later chunk then trains eagerly)."""
+        assert self.capture is not None
+        capacity = 1 << max(n_steps - 1, 0).bit_length()
+        try:
+            return StaticStep(self, global_state, x, y, shape, capacity, self.capture)
+        except CaptureError as exc:
+            self.capture_refused = str(exc)
+            self._captured.clear()
+            warnings.warn(
+                "learning.cuda_graphs: the training step could not be captured as a CUDA"
+                f" graph ({exc}); training runs eagerly (learning.cuda_graphs: false skips"
+                " the attempt)",
+                ScenarioWarning,
+                stacklevel=2,
+            )
+            return None
+
+    def _train_eager(
+        self,
+        global_state: Mapping[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        plan: BatchPlan,
+        keys: torch.Tensor,
         sgd: LocalSGD,
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         n_clients = plan.rows.shape[1]
@@ -262,15 +306,25 @@ class BatchedTrainer:
         buffers = {n: stack(n) for n in global_state if n not in params}
         velocity = {n: torch.zeros_like(p) for n, p in params.items()} if sgd.momentum else {}
         anchor = {n: global_state[n].to(self.device) for n in params} if sgd.prox_mu else {}
-        rows = plan.rows.to(self.device, non_blocking=True)
-        weight = plan.weight.to(self.device, non_blocking=True)
-        active = plan.active.to(self.device, non_blocking=True)
+        rows = _to_device(plan.rows, self.device)
+        weight = _to_device(plan.weight, self.device)
+        active = _to_device(plan.active, self.device)
+        keys = _to_device(keys, self.device)
+        counters = torch.arange(plan.n_steps, device=self.device)
         # Known on the host, so no synchronisation: steps where every client is active
         # take the plain update, the others the masked one.
         everyone = plan.active.all(dim=1).tolist()
         losses = torch.zeros(plan.n_steps, n_clients, device=self.device)
         for s in range(plan.n_steps):
-            loss = self._loss(params, buffers, x[rows[s]], y[rows[s]], weight[s])
+            loss = self.loss(
+                params,
+                buffers,
+                x[rows[s]],
+                y[rows[s]],
+                weight[s],
+                keys,
+                counters[s].expand(n_clients),
+            )
             grads: Sequence[torch.Tensor] = torch.autograd.grad(loss.sum(), list(params.values()))
             if sgd.prox_mu:  # FedProx: + mu (w_k - w_t), before weight decay as in torch's SGD
                 grads = [
@@ -282,18 +336,27 @@ class BatchedTrainer:
         state = {n: params[n].detach() if n in params else buffers[n] for n in global_state}
         return state, losses
 
-    def _loss(
+    def loss(
         self,
         params: dict[str, torch.Tensor],
         buffers: dict[str, torch.Tensor],
         xb: torch.Tensor,
         yb: torch.Tensor,
         weight: torch.Tensor,
+        keys: torch.Tensor,
+        step: torch.Tensor,
     ) -> torch.Tensor:
-        """Per-client weighted mean cross-entropy of one padded minibatch, shape (K,)."""
-        masks = {name: weight for name in self.mask_names}
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            logits = self._forward(params, buffers, masks, xb)
+        """Per-client weighted mean cross-entropy of one padded minibatch, shape (K,):
+        ``weight`` (K, B) masks padded samples; ``keys`` and ``step`` (K,) are the
+        clients' dropout keys and local step."""
+        inputs = {name: weight for name in self.mask_names}
+        inputs.update({name: keys for name in self.key_names})
+        inputs.update({name: step for name in self.step_names})
+        # No autocast weight cache: a captured step must recast on every replay.
+        with torch.autocast(
+            self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False
+        ):
+            logits = self._forward(params, buffers, inputs, xb)
         n_clients, width = weight.shape
         per_sample = F.cross_entropy(
             logits.float().reshape(n_clients * width, -1), yb.reshape(-1), reduction="none"
@@ -324,3 +387,11 @@ class BatchedTrainer:
                 velocity[name] = buffer
                 grad = buffer
             param.copy_(torch.where(keep, param - sgd.lr * grad, param))
+
+
+def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on ``device``; to a GPU from page-locked memory, so that the copy
+    does not wait for the work queued before it (from pageable memory it would)."""
+    if device.type == "cuda":
+        tensor = tensor.pin_memory()
+    return tensor.to(device, non_blocking=True)

@@ -71,13 +71,12 @@ def build_learner(
         model = models().load(config.model)(dataset.input_shape, dataset.n_classes)
     except ValueError as exc:
         raise ScenarioError.single("learning.model", str(exc)) from None
-    try:
-        device = pick_device(config.device)
-    except RuntimeError as exc:
-        raise ScenarioError.single("learning.device", str(exc)) from exc
+    device = training_device(config)
     _warn_ignored(config, device)
     _check_dense(config, model)
-    if config.threads is not None and device.type == "cpu":
+    if config.threads is not None:
+        # On every device: a CUDA run's host side (plans, SimPy, strategies) also spins
+        # torch's intra-op threads, and N runs of a sweep share the host's cores.
         torch.set_num_threads(config.threads)
     aggregation = aggregation or AggregationConfig()
     aggregator = Aggregator(
@@ -86,6 +85,22 @@ def build_learner(
         [name for name, _ in model.named_parameters()],
     )
     return TorchLearner(config, dataset, parts, model, device, torch_seed, aggregator)
+
+
+def training_device(config: LearningConfig) -> torch.device:
+    """The device the run trains on; raise ScenarioError naming ``learning.device`` (cuda
+    without CUDA) or ``learning.bf16`` (a GPU without bf16)."""
+    try:
+        device = pick_device(config.device)
+    except RuntimeError as exc:
+        raise ScenarioError.single("learning.device", str(exc)) from exc
+    if config.bf16 and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ScenarioError.single(
+            "learning.bf16",
+            f"the GPU ({torch.cuda.get_device_name(device)}) has no bf16 arithmetic;"
+            " set learning.bf16: false",
+        )
+    return device
 
 
 def load_dataset(config: LearningConfig, rng: np.random.Generator, n_clients: int) -> Dataset:

@@ -82,7 +82,7 @@ def check_model(
     ``(B, *input_shape)`` gives finite logits of shape ``(B, n_classes)``; two builds
     under the same torch seed are identical; one step of local SGD on two clients runs
     through ``backend``'s trainer (the batched one runs clients under ``torch.func.vmap``,
-    which refuses random operations such as dropout). Torch's global random state is
+    which refuses data-dependent control flow and shapes). Torch's global random state is
     restored afterwards.
 
     Raises
@@ -202,9 +202,9 @@ def _check_training(model: nn.Module, x: torch.Tensor, n_classes: int, backend: 
         _, losses, _ = trainer.train(state, x, y, list(rows), list(range(_CHECK_CLIENTS)), sgd)
     except Exception as exc:
         hint = (
-            " (the batched backend runs clients under torch.func.vmap, which refuses random"
-            " operations such as dropout and data-dependent Python control flow: remove"
-            " them, or set learning.backend: sequential)"
+            " (the batched backend runs clients under torch.func.vmap, which refuses"
+            " data-dependent Python control flow and shapes: remove them, or set"
+            " learning.backend: sequential)"
             if backend != "sequential"
             else ""
         )

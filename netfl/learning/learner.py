@@ -69,7 +69,10 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("learning.device is cuda but torch sees no CUDA device")
+        raise RuntimeError(
+            "cuda, but torch sees no CUDA device (a CPU-only torch build, or no GPU);"
+            " set auto or cpu"
+        )
     return torch.device(name)
 
 
@@ -86,18 +89,23 @@ def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.d
     ):
         return DenseTrainer(model, device)
     from netfl.learning.batched import BatchedTrainer
+    from netfl.learning.capture import cuda_graph
 
-    return BatchedTrainer(model, device, config.max_parallel_clients, config.bf16)
+    on_gpu = device.type == "cuda"
+    return BatchedTrainer(
+        model,
+        device,
+        config.max_parallel_clients,
+        bf16=config.bf16 and on_gpu,
+        capture=cuda_graph if on_gpu and config.cuda_graphs else None,
+    )
 
 
 def training_path(trainer: Trainer) -> str:
-    """Which path trains the clients, in words (summary.json's ``training_path``)."""
-    path = getattr(trainer, "path", None)
-    if isinstance(path, str):
-        return path
-    if getattr(trainer, "fallback", None) is not None:  # BatchedTrainer on CPU, with convolutions
-        return "sequential (a model with convolutions trains client by client on CPU)"
-    return "batched (torch.func.vmap)"
+    """Which loop trains the clients, in words (summary.json's ``training_path``): the
+    trainer's ``path`` (``sequential``, ``dense``, or
+    :attr:`~netfl.learning.batched.BatchedTrainer.path`)."""
+    return str(getattr(trainer, "path", "sequential"))
 
 
 class TorchLearner:
@@ -145,6 +153,11 @@ class TorchLearner:
     @property
     def n_samples(self) -> np.ndarray:
         return self._n_samples
+
+    @property
+    def training_path(self) -> str:
+        """Which loop trained (summary.json; :func:`training_path`)."""
+        return training_path(self.trainer)
 
     @property
     def update_samples(self) -> np.ndarray:

@@ -1,8 +1,9 @@
 """The papers' networks, built by name: ``model(input_shape, n_classes) -> nn.Module``.
 
 Where a paper leaves a detail open (padding, where the last pooling sits), the choice is
-documented on the builder and pinned by a parameter-count test. None uses dropout, so the
-batched and sequential backends agree exactly.
+documented on the builder and pinned by a parameter-count test. None uses dropout (models
+with dropout train in both backends with the same per-client masks:
+:mod:`netfl.learning.dropout`).
 """
 
 from __future__ import annotations

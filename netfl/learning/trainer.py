@@ -28,6 +28,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from netfl.learning.dropout import client_key, dropout_layers, set_draws, with_client_dropout
+
 #: (stacked states, per-client mean and std of the minibatch losses)
 TrainOutput = tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]
 
@@ -210,8 +212,9 @@ class SequentialTrainer:
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         # One working copy, reloaded from the global state for each client (a deepcopy per
         # client cost a fifth of a round for small models); the caller's model is untouched.
-        self.model = copy.deepcopy(model).to(device)
+        self.model = copy.deepcopy(with_client_dropout(model)).to(device)
         self.device = device
+        self.dropout = dropout_layers(self.model)  # drawn from each client's seed
 
     def train(
         self,
@@ -231,7 +234,7 @@ class SequentialTrainer:
         plans = client_plans(client_indices, seeds, sgd, steps)
         # (w, w_t) for every parameter, once rather than a module walk per step
         anchored = [(p, global_state[name].to(self.device)) for name, p in model.named_parameters()]
-        for indices, batches in zip(client_indices, plans, strict=True):
+        for indices, batches, seed in zip(client_indices, plans, seeds, strict=True):
             model.load_state_dict(global_state)
             optimizer = torch.optim.SGD(
                 model.parameters(),
@@ -242,7 +245,9 @@ class SequentialTrainer:
             # The client's rows in minibatch order, moved to the data's device once.
             order = indices[torch.cat(batches)].to(x.device) if batches else indices
             losses = []
-            for rows in order.split([len(b) for b in batches]):
+            for step, rows in enumerate(order.split([len(b) for b in batches])):
+                if self.dropout:
+                    set_draws(self.dropout, client_key(seed), step)
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(x[rows]), y[rows])
                 loss.backward()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from channel_models.power_control import power_drop_db
 from netfl.config import Scenario
 from netfl.config.radio import LteRadioConfig
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
@@ -152,12 +153,13 @@ def _background_load(scenario: Scenario, link_bits: float | None) -> dict[str, B
 def uplink_power_per_rb_db(
     system: RadioSystem, coupling_loss_db: np.ndarray, rbs: np.ndarray
 ) -> np.ndarray:
-    """A device's uplink transmit power per RB (dBm) when its transfer holds ``rbs`` RBs:
-    the planning's seam to the radio's power control. Today a fixed power per RB under
-    open-loop fractional control (:meth:`RadioSystem.ul_power_db`), whatever ``rbs``; a
-    power control that caps the total power (``P_CMAX``) spreads it over the RBs held."""
-    del rbs
-    return np.asarray(system.ul_power_db(coupling_loss_db), dtype=float)
+    """A device's uplink transmit power per RB (dBm) when its transfer holds ``rbs`` RBs,
+    as the radio transmits it: the open-loop power per RB (:meth:`RadioSystem.ul_power_db`,
+    TS 36.213 Sec. 5.1.1.1) up to its power limit ``M*`` RBs, then ``P_CMAX`` spread over
+    the RBs held (:func:`channel_models.power_control.power_drop_db`; no limit under
+    ``fixed_per_rb``)."""
+    power_db = np.asarray(system.ul_power_db(coupling_loss_db), dtype=float)
+    return power_db - power_drop_db(rbs, system.ul_limit_rb(power_db))
 
 
 # -- the pieces --------------------------------------------------------------------------

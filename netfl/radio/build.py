@@ -92,13 +92,7 @@ def _cellular(
         # distances are clipped to the valid range, never extrapolated (docs/mobility.md).
         system.environment = replace(system.environment, out_of_range="clip")
     gains = draw_gains(system, scenario, placement, streams, keep_state=population is not None)
-    cells = Cells(
-        env,
-        system.n_cells,
-        system.n_rb,
-        {d: system.link_config[d].scheduler for d in DIRECTIONS},
-        system.dl_power_db,
-    )
+    cells = cells_of(env, system)
     if system.n_cells > 1:
         cells.typical_ul_mw = typical_ul_emission_mw(system, streams.get("radio.typical_users"))
     devices = device_links(system, gains, cells.typical_ul_mw)
@@ -139,7 +133,7 @@ def _cellular(
         "los": gains.los,
         "pathloss_db": gains.pathloss_db,
         "shadowing_db": gains.shadowing_db,
-        "snr_ul_db": devices.alone_sinr_db[UL],
+        "snr_ul_db": devices.alone_sinr_db[UL] - system.ul_full_drop_db(devices.ul_power_db),
         "cell": devices.serving.astype(np.int32),
         "coupling_loss_db": -devices.gain_db[rows, devices.serving],
         "sinr_ul_db": devices.nominal_sinr_db[UL],
@@ -148,6 +142,20 @@ def _cellular(
         "ue_height_m": placement.heights.height_m,
     }
     return RadioBuild(network, columns, traffic, update)
+
+
+def cells_of(env: simpy.Environment, system: RadioSystem) -> Cells:
+    """The layout's cells: schedulers of the directions' policies, with the uplink power
+    control's hooks (a device's power limit, and its rate per RB beyond it)."""
+    return Cells(
+        env,
+        system.n_cells,
+        system.n_rb,
+        {d: system.link_config[d].scheduler for d in DIRECTIONS},
+        system.dl_power_db,
+        ul_limited_rates=system.limited_rates if system.open_loop else None,
+        ul_limit_rb=system.ul_limit_rb if system.open_loop else None,
+    )
 
 
 def draw_links(
@@ -187,7 +195,8 @@ def device_links(
     """The devices' powers, and their SINR and rate per RB alone and at the nominal load:
     downlink, every other cell transmitting on all its RBs (the full-buffer assumption of
     the 3GPP calibrations); uplink, every other cell with one device of its typical
-    emission transmitting (:func:`netfl.radio.system.typical_ul_emission_mw`)."""
+    emission transmitting (:func:`netfl.radio.system.typical_ul_emission_mw`), the device
+    on its full allocation (a power-limited one at its maximum power over those RBs)."""
     gain_db, serving = gains.coupling_gain_db, gains.serving_cell
     n = len(serving)
     own_db = gain_db[np.arange(n), serving]
@@ -206,7 +215,8 @@ def device_links(
         into = typical_ul_mw.sum(axis=0) - np.diagonal(typical_ul_mw)
         interference[UL] = into[serving]
     alone = {d: system.sinr_db(d, signal[d], 0.0) for d in DIRECTIONS}
-    nominal = {d: system.sinr_db(d, signal[d], interference[d]) for d in DIRECTIONS}
+    full = {UL: signal[UL] - system.ul_full_drop_db(ul_power), DL: signal[DL]}
+    nominal = {d: system.sinr_db(d, full[d], interference[d]) for d in DIRECTIONS}
     return DeviceLinks(
         serving,
         gain_db,

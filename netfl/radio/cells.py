@@ -10,20 +10,26 @@ gains to every cell, its per-RB transmit power, its block fade and rate factor),
   the reserved constant load), at its per-RB power ``P``; a device with gains ``g``
   served by cell ``c`` sees ``I = P sum_{j != c} o_j g_j`` on each RB (an RB of cell ``j`` is
   busy with probability ``o_j``).
-- **uplink**: cell ``j``'s ``k_j`` transmitting devices hold the share ``u_j`` of its RBs,
-  each on ``u_j / k_j`` of them, so one RB of cell ``i`` sees from cell ``j`` the expected
-  ``E[j, i] = u_j / k_j sum_u P_u g_u,i`` (exact under equal sharing; the mean device's
-  share when RB caps differ), plus the reserved constant load's share at the emission of
+- **uplink**: device ``u`` of cell ``j`` holds ``M_u`` of its ``N`` RBs and transmits
+  ``p_u(M_u)`` on each (its power per RB ``P_u`` up to its power limit ``M*_u``, then its
+  maximum power spread over ``M_u``: :mod:`channel_models.power_control`), so one RB of
+  cell ``i`` sees from cell ``j`` the expected
+  ``E[j, i] = sum_u (M_u / N) p_u(M_u) g_u,i = 1/N sum_u min(M_u, M*_u) P_u g_u,i``: the
+  power each device actually transmits. While every device of the cell holds the same
+  share ``u_j N / k_j`` within its limit (processor sharing) that is
+  ``u_j / k_j sum_u P_u g_u,i``; plus the reserved constant load's share at the emission of
   the cell's typical device (:attr:`Cells.typical_ul_mw`).
 
 The state is O(cells) numbers per direction kept up to date at each flow's start and end
-and at each allocation (``o_j``, ``u_j``, the sums ``sum_u P_u g_u,:`` and counts); a flow's
-interference at its start is then O(cells) numpy. The radio update
-(:mod:`netfl.radio.update`) recomputes every link in flight from the same state.
+and at each allocation (``o_j``, ``u_j``, the sums ``sum_u P_u g_u,:`` and counts, and for
+a cell whose shares differ, ``sum_u min(M_u, M*_u) P_u g_u,:``); a flow's interference at
+its start is then O(cells) numpy. The radio update (:mod:`netfl.radio.update`) recomputes
+every link in flight from the same state.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +53,8 @@ class RadioLink:
 
     ``gain_db`` is the device's coupling gain to every cell (for a multicast, the worst
     receiver's at the start); ``power_db`` the per-RB transmit power (the device's under
-    uplink power control, the BS's downlink); ``fade`` a block-fading factor on the SINR;
+    uplink power control within its power limit ``limit_rb``, the BS's downlink; inf: no
+    limit); ``fade`` a block-fading factor on the SINR;
     ``scale`` a factor on the rate (MAB-CS fluctuation); ``device`` the FL device whose
     gains the link follows (-1: a background user's, fixed).
     """
@@ -60,6 +67,7 @@ class RadioLink:
     scale: float = 1.0
     device: int = -1
     slot: int = -1
+    limit_rb: float = math.inf
 
     @property
     def signal_db(self) -> float:
@@ -97,6 +105,21 @@ class CellScheduler(FluidScheduler):
         super()._update()
         self.cells.allocation_changed(self)
 
+    def shares_equal(self) -> bool:
+        """Whether every flow holds the same RBs within its power limit (processor
+        sharing): the cell's uplink emission is then its mean device's."""
+        return self._ps
+
+    def full_power_rbs(self) -> tuple[list[int], list[float]]:
+        """The links in flight (their table slots) and the RBs each transmits at its full
+        power per RB: ``min(M_u, M*_u)`` (the general pass: ``_rbs`` is each flow's)."""
+        pairs = [
+            (f.link.slot, min(f._rbs, f.power_limit_rb))
+            for f in self._active.values()
+            if f.link is not None and f.link.slot >= 0
+        ]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
 
 class Cells:
     """Schedulers of every cell in both directions, the links in flight and what the cells
@@ -110,9 +133,13 @@ class Cells:
         n_rb: dict[str, int],
         policies: dict[str, Policy],
         dl_power_db: float,
+        ul_limited_rates: Callable[[list[Flow], np.ndarray], np.ndarray] | None = None,
+        ul_limit_rb: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.env, self.n_cells = env, n_cells
         self.dl_power_mw = float(db_to_mw(dl_power_db))
+        #: A device's power limit ``M*`` from its per-RB power (None: no limit).
+        self.ul_limit_rb = ul_limit_rb
         self.schedulers: dict[str, list[FluidScheduler]] = {}
         self.on_change: Callable[[str, int], None] | None = None
         #: Share of each cell's RBs in use by flows (uplink) and in all (downlink).
@@ -120,18 +147,38 @@ class Cells:
         self.reserved = {d: np.zeros(n_cells) for d in DIRECTIONS}
         self.ul_sum_mw = np.zeros((n_cells, n_cells))  # [transmitting cell, victim cell]
         self.ul_count = np.zeros(n_cells, dtype=np.int64)
-        #: The uplink emission (onto each victim cell) of a cell's typical device: what the
-        #: reserved uplink constant load radiates per reserved RB (set by the build).
-        self.typical_ul_mw: np.ndarray | None = None
+        #: ``sum_u min(M_u, M*_u) P_u g_u,:`` of cells whose shares differ (``ul_unequal``).
+        self.ul_full_power_mw = np.zeros((n_cells, n_cells))
+        self.ul_unequal = np.zeros(n_cells, dtype=bool)
+        self._ul_last: list[tuple[list[int], list[float]] | None] = [None] * n_cells
+        self.n_rb_ul = float(n_rb[UL])
+        self._typical_ul_mw: np.ndarray | None = None
         self.links = {d: LinkTable(n_cells) for d in DIRECTIONS}
-        self._emission: np.ndarray | None = None
+        # E[j, :], kept row by row: the rows of the cells whose uplink state moved since the
+        # last read are retaken (one cell's events never touch the others' rows).
+        self._emission = np.zeros((n_cells, n_cells))
+        self._stale: set[int] = set(range(n_cells))
         for d in DIRECTIONS:
             if n_cells == 1:  # nothing to interfere with: the plain scheduler, no hooks
                 self.schedulers[d] = [FluidScheduler(env, n_rb[d], policies[d])]
-                continue
-            self.schedulers[d] = [
-                CellScheduler(env, n_rb[d], policies[d], self, cell, d) for cell in range(n_cells)
-            ]
+            else:
+                self.schedulers[d] = [
+                    CellScheduler(env, n_rb[d], policies[d], self, cell, d)
+                    for cell in range(n_cells)
+                ]
+        for scheduler in self.schedulers[UL]:
+            scheduler.limited_rates = ul_limited_rates
+
+    @property
+    def typical_ul_mw(self) -> np.ndarray | None:
+        """The uplink emission (onto each victim cell) of a cell's typical device: what the
+        reserved uplink constant load radiates per reserved RB (set by the build)."""
+        return self._typical_ul_mw
+
+    @typical_ul_mw.setter
+    def typical_ul_mw(self, value: np.ndarray | None) -> None:
+        self._typical_ul_mw = value
+        self._stale.update(range(self.n_cells))
 
     # -- state kept by the schedulers ---------------------------------------------------
 
@@ -142,11 +189,12 @@ class Cells:
         table = self.links[link.direction]
         table.add(flow)
         if link.direction == UL:
-            self.ul_sum_mw[link.cell] += (
-                db_to_mw(table.power_db[link.slot]) * table.gain_mw[link.slot]
-            )
+            self.ul_sum_mw[link.cell] += table.emit_mw[link.slot]
             self.ul_count[link.cell] += 1
-            self._emission = None
+            scheduler = self.schedulers[UL][link.cell]
+            assert isinstance(scheduler, CellScheduler)
+            self._ul_shares(scheduler, link.cell)  # its allocation came before its slot
+            self._stale.add(link.cell)
         self._changed(link.direction, link.cell)
 
     def ended(self, flow: Flow) -> None:
@@ -158,9 +206,8 @@ class Cells:
             if self.ul_count[cell] == 0:
                 self.ul_sum_mw[cell] = 0.0  # no rounding residue in an idle cell
             else:
-                slot = link.slot
-                self.ul_sum_mw[cell] -= db_to_mw(table.power_db[slot]) * table.gain_mw[slot]
-            self._emission = None
+                self.ul_sum_mw[cell] -= table.emit_mw[link.slot]
+            self._stale.add(cell)
         table.remove(flow)
         self._changed(link.direction, link.cell)
 
@@ -173,11 +220,34 @@ class Cells:
         reserved = scheduler.reserved_rb / n_rb
         if d == DL:
             used += reserved
-        if used != self.occupancy[d][cell] or reserved != self.reserved[d][cell]:
+        changed = used != self.occupancy[d][cell] or reserved != self.reserved[d][cell]
+        if d == UL:
+            changed |= self._ul_shares(scheduler, cell)
+        if changed:
             self.occupancy[d][cell] = used
             self.reserved[d][cell] = reserved
-            self._emission = None
+            if d == UL:
+                self._stale.add(cell)
             self._changed(d, cell)
+
+    def _ul_shares(self, scheduler: CellScheduler, cell: int) -> bool:
+        """Keep ``cell``'s full-power sum when its devices' shares differ (or a power
+        limit binds); returns whether its emission moved."""
+        if scheduler.shares_equal():
+            moved = bool(self.ul_unequal[cell])
+            self.ul_unequal[cell] = False
+            return moved
+        shares = scheduler.full_power_rbs()
+        if self.ul_unequal[cell] and shares == self._ul_last[cell]:
+            return False  # a rate moved, not a share (the links' powers move in follow)
+        self._ul_last[cell] = shares
+        slots, rbs = shares
+        table = self.links[UL]
+        total = np.asarray(rbs) @ table.emit_mw[slots] if slots else np.zeros(self.n_cells)
+        moved = not self.ul_unequal[cell] or not np.array_equal(total, self.ul_full_power_mw[cell])
+        self.ul_full_power_mw[cell] = total
+        self.ul_unequal[cell] = True
+        return moved
 
     def _changed(self, direction: str, cell: int) -> None:
         if self.on_change is not None:
@@ -185,7 +255,8 @@ class Cells:
 
     def follow(self, devices: np.ndarray, gain_db: np.ndarray, ul_power_db: np.ndarray) -> None:
         """The links in flight of ``devices`` take their devices' current coupling gains
-        (``gain_db`` rows) and uplink powers: moving devices' links follow them."""
+        (``gain_db`` rows) and uplink powers (and with them their power limits): moving
+        devices' links follow them."""
         moved = np.zeros(len(gain_db) + 1, dtype=bool)  # [-1]: background users, never
         moved[devices] = True
         for direction in DIRECTIONS:
@@ -197,25 +268,53 @@ class Cells:
             device, cell = table.device[slots], table.cell[slots]
             new_mw = db_to_mw(gain_db[device])
             power = ul_power_db[device] if direction == UL else table.power_db[slots]
-            if direction == UL:
-                old = db_to_mw(table.power_db[slots])[:, None] * table.gain_mw[slots]
-                new = db_to_mw(power)[:, None] * new_mw
-                np.add.at(self.ul_sum_mw, cell, new - old)
-                self._emission = None
             table.gain_mw[slots] = new_mw
             table.power_db[slots] = power
             table.signal_db[slots] = power + gain_db[device, cell]
+            if direction == UL:
+                old = table.emit_mw[slots]
+                table.emit_mw[slots] = db_to_mw(power)[:, None] * new_mw
+                np.add.at(self.ul_sum_mw, cell, table.emit_mw[slots] - old)
+                moved_cells = set(cell.tolist())
+                self._stale.update(moved_cells)
+                self._follow_limits(slots, power)
+                for c in moved_cells:  # their links' powers moved: retake the full-power sums
+                    self._ul_last[c] = None
+                    scheduler = self.schedulers[UL][c]
+                    assert isinstance(scheduler, CellScheduler)
+                    self._ul_shares(scheduler, c)
+
+    def _follow_limits(self, slots: np.ndarray, power_db: np.ndarray) -> None:
+        """Hand the moved uplinks' new power limits to their schedulers (which also
+        refreshes the cells' full-power sums)."""
+        if self.ul_limit_rb is None:
+            return
+        table = self.links[UL]
+        by_cell: dict[int, list[tuple[Flow, float]]] = {}
+        for slot, limit in zip(slots.tolist(), self.ul_limit_rb(power_db).tolist(), strict=True):
+            flow = table.flows[slot]
+            if flow is not None and flow.power_limit_rb != limit:
+                by_cell.setdefault(int(table.cell[slot]), []).append((flow, limit))
+        for cell, changes in by_cell.items():
+            self.schedulers[UL][cell].set_power_limits(changes)
 
     # -- interference -------------------------------------------------------------------
 
     def ul_emission_mw(self) -> np.ndarray:
         """``E[j, i]``: what cell ``j``'s uplink puts on one RB of cell ``i`` now."""
-        if self._emission is None:
-            share = self.occupancy[UL] / np.maximum(self.ul_count, 1)
-            emission = share[:, None] * self.ul_sum_mw
-            if self.typical_ul_mw is not None:
-                emission = emission + self.reserved[UL][:, None] * self.typical_ul_mw
-            self._emission = emission
+        stale = self._stale
+        if stale:
+            rows = np.fromiter(stale, dtype=np.int64, count=len(stale))
+            stale.clear()
+            share = self.occupancy[UL][rows] / np.maximum(self.ul_count[rows], 1)
+            emission = share[:, None] * self.ul_sum_mw[rows]
+            unequal = self.ul_unequal[rows]
+            if unequal.any():
+                emission[unequal] = self.ul_full_power_mw[rows[unequal]] / self.n_rb_ul
+            typical = self._typical_ul_mw
+            if typical is not None:
+                emission += self.reserved[UL][rows][:, None] * typical[rows]
+            self._emission[rows] = emission
         return self._emission
 
     def interference_mw(self, direction: str, cells: np.ndarray, gain_mw: np.ndarray) -> np.ndarray:
@@ -276,6 +375,9 @@ class LinkTable:
         self.gain_mw = np.zeros((capacity, n_cells))
         self.signal_db = np.zeros(capacity)
         self.power_db = np.zeros(capacity)
+        #: Per RB at the link's full power per RB: ``P g`` onto every cell (mW; uplink).
+        self.emit_mw = np.zeros((capacity, n_cells))
+        self.sinr_db = np.zeros(capacity)  # the SINR its rate per RB holds for
         self.device = np.full(capacity, -1, dtype=np.int64)
         self.fade = np.ones(capacity)
         self.scale = np.ones(capacity)
@@ -296,6 +398,9 @@ class LinkTable:
         self.gain_mw[slot] = db_to_mw(link.gain_db)
         self.signal_db[slot] = link.signal_db
         self.power_db[slot] = link.power_db
+        if link.direction == UL:
+            self.emit_mw[slot] = db_to_mw(link.power_db) * self.gain_mw[slot]
+        self.sinr_db[slot] = flow.sinr_db
         self.device[slot] = link.device
         self.fade[slot] = link.fade
         self.scale[slot] = link.scale
@@ -323,7 +428,18 @@ class LinkTable:
     def _grow(self) -> None:
         old = len(self.flows)
         self.flows.extend([None] * old)
-        names = ("cell", "gain_mw", "signal_db", "power_db", "device", "fade", "scale", "rate")
+        names = (
+            "cell",
+            "gain_mw",
+            "signal_db",
+            "power_db",
+            "emit_mw",
+            "sinr_db",
+            "device",
+            "fade",
+            "scale",
+            "rate",
+        )
         for name in (*names, "active"):
             array = getattr(self, name)
             setattr(self, name, np.concatenate([array, np.zeros_like(array)]))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from channel_models import power_control
 from netfl.features import Feature
 from netfl.fluctuation import sample_mab_cs
 from netfl.radio.cells import DL, UL, Cells, RadioLink
@@ -39,7 +40,12 @@ _LONG = {UL: "uplink", DL: "downlink"}
 @dataclass(frozen=True)
 class DeviceLinks:
     """The FL devices' serving cells, coupling gains and powers, and their SINR and rate
-    per RB alone (no other cell transmitting) and at the nominal load."""
+    per RB alone (no other cell transmitting) and at the nominal load.
+
+    Uplink: ``ul_power_db`` is a device's power per RB within its power limit, and the
+    ``alone`` figures hold there (a transfer's start, before the scheduler lowers the power
+    per RB of a power-limited device holding more RBs); the ``nominal`` figures are those
+    of a transfer alone in its cell on its full allocation (its cap, or the band)."""
 
     serving: np.ndarray  # (devices,)
     gain_db: np.ndarray  # (devices, cells)
@@ -176,14 +182,22 @@ class CellularNetwork:
             assert self.fading_rng is not None
             fade = float(self.fading_rng.exponential())
         scale = float(self.round_factor[client])
-        link = RadioLink(cell, direction, d.gain_db[client], power, fade, scale, client)
-        rate, diversity = self._rate(link)
+        limit = system.power_limit_rb(direction, power)
+        link = RadioLink(cell, direction, d.gain_db[client], power, fade, scale, client, -1, limit)
+        rate, sinr, diversity = self._rate(link)
         return Flow(
-            bits, rate, system.rb_cap[direction], client=client, diversity=diversity, link=link
+            bits,
+            rate,
+            system.rb_cap[direction],
+            client=client,
+            diversity=diversity,
+            link=link,
+            power_limit_rb=limit,
+            sinr_db=sinr,
         )
 
-    def _rate(self, link: RadioLink) -> tuple[float, Any]:
-        """A link's rate per RB and diversity gain against what the cells emit now."""
+    def _rate(self, link: RadioLink) -> tuple[float, float, Any]:
+        """A link's rate per RB, SINR and diversity gain against what the cells emit now."""
         system, d, direction = self.system, self.devices, link.direction
         interference = self.cells.link_interference_mw(link)
         alone = interference == 0.0 and not self.mobile
@@ -195,7 +209,8 @@ class CellularNetwork:
             rate = float(system.rate_per_rb(direction, np.array(sinr)))
         if self._block_fading:
             rate = system.faded_rate_per_rb(direction, sinr, link.fade)
-        return rate * link.scale, self._diversity_of(direction, link.device, sinr, alone)
+        diversity = self._diversity_of(direction, link.device, sinr, alone)
+        return rate * link.scale, sinr, diversity
 
     def _diversity_of(self, direction: str, client: int, sinr: float, alone: bool) -> Any:
         if not self._diverse[direction]:  # no multi-user diversity gain in this direction
@@ -212,17 +227,26 @@ class CellularNetwork:
                 self._diversity[key] = gain
         return gain
 
+    def _alone_bps(self, direction: str, flow: Flow) -> float:
+        """The flow's rate alone in its cell on its full allocation (beyond its power limit,
+        at the power per RB its maximum power leaves)."""
+        rbs = min(flow.rb_cap, self.system.n_rb[direction])
+        if rbs <= flow.power_limit_rb:
+            return flow.rate_per_rb_bps * rbs
+        drop = power_control.power_drop_db(rbs, flow.power_limit_rb)
+        return float(self.system.limited_rates([flow], np.atleast_1d(drop))[0]) * rbs
+
     def _slot_wait(self, direction: str, flow: Flow) -> Generator[simpy.Event, Any, None]:
         """TDD: wait for the direction's slots (:mod:`netfl.radio.air`); none in FDD/LTE."""
         system = self.system
-        alone_bps = flow.rate_per_rb_bps * min(flow.rb_cap, system.n_rb[direction])
+        alone_bps = self._alone_bps(direction, flow)
         if alone_bps <= 0:
             return
         delay = system.air.access_delay_s(_LONG[direction], flow.bits / alone_bps)
         if delay > 0:
             yield self.env.timeout(delay)
             # The interference may have moved meanwhile: start at the SINR of now.
-            rate, diversity = self._rate(flow.link)
+            rate, flow.sinr_db, diversity = self._rate(flow.link)
             flow.rate_per_rb_bps = rate
             flow.diversity = diversity if flow.diversity is not None else None
 

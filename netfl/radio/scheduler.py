@@ -13,9 +13,17 @@ Policies (``docs/radio.md``, "Sharing the resource blocks"):
   (with the cap equal to the band, one flow at a time: FedCS's scheduled uploads).
 - ``equal``: round robin as a fluid: max-min fair RB shares under the caps (water-filling),
   so each flow slows down as others join (the MAB-CS system model, Yoshida et al. 2020 Sec. II).
-- ``proportional_fair``: the same RB shares (without fast fading PF maximises
-  ``sum log(n_i r_i)``, which equal shares ``n_i`` do), and each flow's rate multiplied by
-  its multi-user diversity gain when the flows see Rayleigh fading (a flow's ``diversity``).
+- ``proportional_fair``: the RB shares that maximise ``sum log(rate_i)`` (Kelly): equal
+  shares while rates are linear in the RBs, fewer RBs for flows beyond their power limit
+  (:mod:`netfl.radio.fair_share`); each flow's rate multiplied by its multi-user diversity
+  gain when the flows see Rayleigh fading (a flow's ``diversity``).
+
+**Power-limited flows.** A flow's rate is ``rbs * rate_per_rb_bps`` up to its
+``power_limit_rb`` (``M*``, the uplink power control's limit, :mod:`channel_models.
+power_control`); beyond, its device spreads its maximum power over the RBs it holds and the
+scheduler asks ``limited_rates`` (the radio's hook) for its rate per RB at the SINR
+``10 log10(rbs / M*)`` dB lower. The allocation of ``fifo`` and ``equal`` does not change
+(the head of the line takes its cap; equal shares), only the rates that go with it.
 
 Interfaces: :meth:`FluidScheduler.open` starts a flow (its ``done`` event fires with the
 flow when the last bit is delivered) and :meth:`FluidScheduler.close` cancels it, releasing
@@ -30,10 +38,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+import numpy as np
 import simpy
 from simpy.events import NORMAL
 
 from netfl.config.radio import Policy
+from netfl.radio.fair_share import allocate_proportional_fair
 
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 
@@ -88,7 +98,9 @@ class Flow:
     rate multiplier when ``m`` flows compete for each RB under proportional fair (None: 1).
     ``link`` is the radio link it runs on (:class:`netfl.radio.cells.RadioLink`; the
     scheduler does not read it): the radio update recomputes the rates of flows in flight
-    from it (:meth:`FluidScheduler.set_rates`).
+    from it (:meth:`FluidScheduler.set_rates`). ``power_limit_rb`` is the RBs up to which
+    ``rate_per_rb_bps`` holds (inf: any allocation), ``sinr_db`` the SINR per RB it holds
+    for (the radio's ``limited_rates`` hook reads both beyond the limit).
     """
 
     bits: float
@@ -98,6 +110,10 @@ class Flow:
     fl: bool = True
     diversity: Callable[[int], float] | None = None
     link: Any = None
+    power_limit_rb: float = math.inf
+    sinr_db: float = math.nan
+    #: The last rate per RB beyond the limit: (sinr_db, rbs, rate), reused while both hold.
+    limited: tuple[float, float, float] | None = field(default=None, repr=False)
     remaining_bits: float = field(init=False)
     start_s: float = math.nan
     end_s: float = math.nan
@@ -192,6 +208,9 @@ class FluidScheduler:
         self._allocate = ALLOCATORS[policy]
         self._ps_policy = policy != "fifo"  # processor sharing can serve it (_ps_eligible)
         self.on_change: Callable[[Flow, float], None] | None = None
+        #: Rates per RB of flows beyond their power limit, their SINR lowered by the dB
+        #: given (set by the radio for its uplinks; None: no flow has a limit).
+        self.limited_rates: Callable[[list[Flow], np.ndarray], np.ndarray] | None = None
         self._next_id = 0
         self.reserved_rb = 0.0
         self._reserved_flow = Flow(math.inf, 0.0, self.n_rb, fl=False)
@@ -215,6 +234,10 @@ class FluidScheduler:
         self._sum_rate_per_rb = 0.0
         self._n_fl = 0
         self._irregular = 0
+        # The active flows' power limits (finite ones), the smallest on top of a heap
+        # (entries of flows gone or re-limited are dropped when they surface).
+        self._limit_of: dict[int, float] = {}
+        self._limits: list[tuple[float, int]] = []
 
     @property
     def active(self) -> list[Flow]:
@@ -248,6 +271,7 @@ class FluidScheduler:
         self._sum_rate_per_rb += flow.rate_per_rb_bps
         self._n_fl += flow.fl
         self._irregular += not self._regular(flow)
+        self._track_limit(flow)
         if self._ps:
             self._push(flow, flow.remaining_bits)
         self._update()
@@ -286,6 +310,16 @@ class FluidScheduler:
                 self._push(flow, flow.remaining_bits)
         self._update()
 
+    def set_power_limits(self, changes: Sequence[tuple[Flow, float]]) -> None:
+        """Give flows in flight new power limits (a moving device's path loss changed)."""
+        self._advance()
+        for flow, limit_rb in changes:
+            if self._active.get(flow.id) is not flow:
+                continue
+            flow.power_limit_rb = limit_rb
+            self._track_limit(flow)
+        self._update()
+
     def rbs_in_use(self) -> float:
         """RBs the flows hold now (the reserved constant load not included)."""
         if self._ps:
@@ -303,16 +337,35 @@ class FluidScheduler:
     # -- internals ----------------------------------------------------------------------
 
     def _regular(self, flow: Flow) -> bool:
-        """Whether processor sharing can serve ``flow``: its cap never binds and it has
-        no diversity gain."""
+        """Whether processor sharing can serve ``flow`` whatever the others do: its cap
+        never binds and it has no diversity gain (its power limit: :meth:`_ps_eligible`)."""
         return flow.diversity is None and flow.rb_cap >= self.n_rb - self.reserved_rb
 
+    def _track_limit(self, flow: Flow) -> None:
+        if math.isfinite(flow.power_limit_rb):
+            self._limit_of[flow.id] = flow.power_limit_rb
+            heapq.heappush(self._limits, (flow.power_limit_rb, flow.id))
+        else:
+            self._limit_of.pop(flow.id, None)
+
+    def _smallest_limit(self) -> float:
+        limits, limit_of = self._limits, self._limit_of
+        while limits and limit_of.get(limits[0][1]) != limits[0][0]:
+            heapq.heappop(limits)
+        return limits[0][0] if limits else math.inf
+
     def _ps_eligible(self) -> bool:
+        """Processor sharing serves the flows while every rate is linear in the common
+        share: no cap binds, no diversity gain, and the share is within every power limit
+        (re-checked at each event: a departure that raises the share past a limit sends
+        the scheduler to the general pass)."""
+        available = self.n_rb - self.reserved_rb
         return (
             self._ps_policy
             and self.on_change is None
             and self._irregular == 0
-            and self.n_rb - self.reserved_rb > 0
+            and available > 0
+            and (not self._limit_of or self._smallest_limit() >= available / len(self._active))
         )
 
     def _share(self) -> float:
@@ -331,6 +384,7 @@ class FluidScheduler:
         self._sum_rate_per_rb -= flow.rate_per_rb_bps
         self._n_fl -= flow.fl
         self._irregular -= not self._regular(flow)
+        self._limit_of.pop(flow.id, None)
         if self._ps:
             flow.remaining_bits = self._remaining_ps(flow)
             self._tags.pop(flow.id, None)  # its heap entry is dropped when it surfaces
@@ -362,9 +416,9 @@ class FluidScheduler:
         self.rb_seconds_fl += self._used_rb_fl * dt
         self.bits_delivered += self._rate_bps * dt
         # The timer never lets a flow overshoot by more than rounding; completion settles
-        # the remainder exactly (see _on_timer).
+        # the remainder exactly (see _on_timer). The general pass: each flow's own rate.
         for flow in self._active.values():
-            flow.remaining_bits -= flow.rate_bps * dt
+            flow.remaining_bits -= flow._rate_bps * dt
 
     def _update(self) -> None:
         eligible = self._ps_eligible()
@@ -429,6 +483,11 @@ class FluidScheduler:
             rbs = [min(flows[0].rb_cap, available)]
         else:
             rbs = self._allocate([f.rb_cap for f in flows], available)
+            if self.policy == "proportional_fair" and any(
+                f.power_limit_rb < n for f, n in zip(flows, rbs, strict=True)
+            ):
+                rbs = self._fair_shares(flows, available)
+        per_rb = self._rates_per_rb(flows, rbs)
         competing = 1
         if self.policy == "proportional_fair":
             # Flows that compete for each RB: how many times over the caps cover the band.
@@ -438,14 +497,14 @@ class FluidScheduler:
         on_change = self.on_change
         used = used_fl = total_rate = 0.0
         best_dt = math.inf
-        for flow, n in zip(flows, rbs, strict=True):
-            if on_change is not None and n != flow.rbs:
+        for flow, n, rate_per_rb in zip(flows, rbs, per_rb, strict=True):
+            if on_change is not None and n != flow._rbs:
                 on_change(flow, n)
-            rate = n * flow.rate_per_rb_bps
+            rate = n * rate_per_rb
             if flow.diversity is not None:
                 rate *= flow.diversity(competing)
-            flow.rbs = n
-            flow.rate_bps = rate
+            flow._rbs = n  # the general pass: not shared (no properties)
+            flow._rate_bps = rate
             used += n
             total_rate += rate
             if flow.fl:
@@ -458,6 +517,40 @@ class FluidScheduler:
                     best_dt = dt
         self._used_rb, self._used_rb_fl, self._rate_bps = used, used_fl, total_rate
         return best_dt
+
+    def _rates_per_rb(self, flows: list[Flow], rbs: Sequence[float]) -> list[float]:
+        """Each flow's rate per RB on ``rbs``: ``rate_per_rb_bps`` up to its power limit,
+        the radio's ``limited_rates`` beyond (one vectorised call for those whose SINR or
+        RBs moved since their last: a flow keeps its last, :attr:`Flow.limited`)."""
+        per_rb = [f.rate_per_rb_bps for f in flows]
+        if self.limited_rates is None:
+            return per_rb
+        missing = []
+        for i, (flow, n) in enumerate(zip(flows, rbs, strict=True)):
+            if n > flow.power_limit_rb:
+                last = flow.limited
+                if last is not None and last[0] == flow.sinr_db and last[1] == n:
+                    per_rb[i] = last[2]
+                else:
+                    missing.append(i)
+        if missing:
+            ratio = np.array([rbs[i] / flows[i].power_limit_rb for i in missing])
+            rates = self.limited_rates([flows[i] for i in missing], 10.0 * np.log10(ratio))
+            for i, rate in zip(missing, rates.tolist(), strict=True):
+                per_rb[i] = rate
+                flows[i].limited = (flows[i].sinr_db, rbs[i], rate)
+        return per_rb
+
+    def _fair_shares(self, flows: list[Flow], available: float) -> list[float]:
+        """Proportional fair shares when power limits bind (:mod:`netfl.radio.fair_share`):
+        ``g``, a flow's SINR with its whole power on one RB, is its SINR per RB at the
+        limit times ``M*``."""
+        limits = np.array([f.power_limit_rb for f in flows])
+        sinr_db = np.array([f.sinr_db for f in flows])
+        with np.errstate(invalid="ignore"):
+            g = np.where(np.isfinite(limits), np.power(10.0, sinr_db / 10.0) * limits, np.inf)
+        caps = np.array([f.rb_cap for f in flows])
+        return allocate_proportional_fair(caps, available, limits, g).tolist()
 
     def _release(self, flow: Flow) -> None:
         if self.on_change is not None and flow.rbs > 0:
@@ -512,7 +605,7 @@ class FluidScheduler:
         finished = []
         best_dt = math.inf
         for flow in self._active.values():
-            rate = flow.rate_bps
+            rate = flow._rate_bps  # the general pass: not shared
             if flow.remaining_bits <= rate * tolerance:
                 finished.append(flow)
             elif rate > 0:

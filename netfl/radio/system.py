@@ -8,11 +8,13 @@ draw their links from the run's streams. ``netfl calibrate`` uses the same two c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from channel_models import power_control
 from channel_models.protocol import ChannelModel
 from channel_models.rate import db_to_linear
 from netfl.config import Scenario
@@ -80,6 +82,12 @@ class RadioSystem:
             DL: Budget(down.tx_power_dbm, down.power_rbs, down.noise_figure_db, 0.0, rb_hz),
         }
         self.noise_db = {d: float(b.noise_dbm_per_rb) for d, b in self.budget.items()}
+        control = config.uplink_power_control
+        self.open_loop = control.mode == "open_loop"
+        #: The devices' maximum power P_CMAX (dBm; inf: a fixed power per RB, no limit).
+        self.p_cmax_dbm = control.p_cmax_dbm if self.open_loop else np.inf
+        #: RBs a transfer holds alone: its cap, or the band.
+        self.full_rb = {d: min(self.rb_cap[d], float(self.n_rb[d])) for d in (UL, DL)}
         self.dl_power_db = float(self.budget[DL].tx_dbm_per_rb)
         self._pf_rayleigh = {
             d: config.fast_fading == "rayleigh" and link.scheduler == "proportional_fair"
@@ -110,15 +118,54 @@ class RadioSystem:
             keep_state,
         )
 
-    def ul_power_db(self, coupling_loss_db: np.ndarray) -> np.ndarray:
-        """Per-RB uplink transmit power of devices with these coupling losses: the full
-        ``tx_power_dbm`` over ``tx_power_rbs``, or under open-loop fractional power control
-        ``min(P_max - 10 log10 M, P0 + alpha CL)`` (TS 36.213 Sec. 5.1.1.1)."""
-        up = self.link_config[UL]
-        full = self.budget[UL].tx_dbm_per_rb
-        if up.p0_dbm is None:
-            return np.full(np.shape(coupling_loss_db), full)
-        return np.minimum(full, up.p0_dbm + up.alpha * np.asarray(coupling_loss_db))
+    def ul_power_db(self, coupling_loss_db: np.ndarray | float) -> np.ndarray:
+        """Per-RB uplink power of devices with these coupling losses while their allocation
+        is within their power limit: under open-loop power control (TS 36.213 Sec.
+        5.1.1.1, TS 38.213 Sec. 7.1.1) ``P0 + 10 log10(2^mu) + alpha CL + f``, at most
+        ``P_CMAX`` (one RB's worth); under ``fixed_per_rb`` ``tx_power_dbm`` over
+        ``tx_power_rbs``. Beyond the limit (:meth:`ul_limit_rb`) the power per RB falls
+        with the allocation (:func:`channel_models.power_control.power_drop_db`)."""
+        if not self.open_loop:
+            return np.full(np.shape(coupling_loss_db), self.budget[UL].tx_dbm_per_rb)
+        c = self.config.uplink_power_control
+        mu = getattr(self.config, "numerology", 0)
+        wanted = power_control.open_loop_dbm(
+            coupling_loss_db, c.p0_dbm, c.alpha, c.closed_loop_db, mu
+        )
+        return np.minimum(wanted, c.p_cmax_dbm)
+
+    def ul_limit_rb(self, power_db: np.ndarray | float) -> np.ndarray:
+        """``M*``: the RBs up to which a device of this per-RB power (:meth:`ul_power_db`)
+        keeps it, at least 1 (inf: no limit, ``fixed_per_rb``)."""
+        if not self.open_loop:
+            return np.full(np.shape(power_db), np.inf)
+        return power_control.power_limit_rbs(self.p_cmax_dbm, power_db)
+
+    def power_limit_rb(self, direction: str, power_db: float) -> float:
+        """:meth:`ul_limit_rb` of one uplink (inf for the downlink: fixed energy per RE)."""
+        if direction != UL or not self.open_loop:
+            return math.inf
+        return max(1.0, 10.0 ** ((self.p_cmax_dbm - power_db) / 10.0))
+
+    def ul_full_drop_db(self, power_db: np.ndarray | float) -> np.ndarray:
+        """How far below :meth:`ul_power_db` a device transmits per RB on the RBs a
+        transfer holds alone (its cap, or the band): the nominal figures' allocation."""
+        return power_control.power_drop_db(self.full_rb[UL], self.ul_limit_rb(power_db))
+
+    def limited_rates(self, flows: list[Any], drop_db: np.ndarray) -> np.ndarray:
+        """Rates per RB of uplink ``flows`` whose power per RB sits ``drop_db`` below the
+        one their ``rate_per_rb_bps`` holds for (the scheduler's hook for flows beyond
+        their power limit): the mapping at ``sinr_db - drop``, with the flow's block fade
+        and rate scale."""
+        sinr = np.array([f.sinr_db for f in flows]) - drop_db
+        scale = np.array([f.link.scale for f in flows])
+        if self.config.fast_fading == "rayleigh_block":
+            fade = np.array([f.link.fade for f in flows])
+            rate = self.mappings[UL].rate_bps(db_to_linear(sinr) * fade, self.air.rb_bandwidth_hz)
+            rate = rate * self.air.rate_factor(_LONG[UL])
+        else:
+            rate = self.rate_per_rb(UL, sinr)
+        return np.asarray(rate * scale, dtype=float)
 
     def sinr_db(
         self, direction: str, signal_db: np.ndarray, interference_mw: np.ndarray | float
@@ -212,13 +259,15 @@ def typical_ul_emission_mw(
     system: RadioSystem, rng: np.random.Generator, per_cell: int = 64
 ) -> np.ndarray:
     """``(cells, cells)``: the mean uplink emission onto every cell of a device served by
-    each cell (per RB: power times coupling gain), over ``per_cell`` devices a cell dropped
-    like the FL devices. The nominal load of the clients' SINR columns and the radiation of
-    the reserved uplink constant load."""
+    each cell (per RB: power times coupling gain, the power of a transfer alone in its cell
+    on its full allocation), over ``per_cell`` devices a cell dropped like the FL devices.
+    The nominal load of the clients' SINR columns and the radiation of the reserved uplink
+    constant load."""
     n_cells = system.n_cells
     users = drop_users(system, per_cell * n_cells, rng)
     gains = system.gains(users, rng, rng, rng)
-    power_mw = db_to_linear(system.ul_power_db(gains.coupling_loss_db))
+    power_db = system.ul_power_db(gains.coupling_loss_db)
+    power_mw = db_to_linear(power_db - system.ul_full_drop_db(power_db))
     emission = power_mw[:, None] * db_to_linear(gains.coupling_gain_db)
     sums = np.zeros((n_cells, n_cells))
     np.add.at(sums, gains.serving_cell, emission)

@@ -18,6 +18,7 @@ Each source may log its transfers in the timeline as ``background_flow_start`` /
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,11 +40,11 @@ Diversity = Callable[[int], float] | None
 
 
 class Users(Protocol):
-    """Where background flows get their user: ``next()`` gives its rate per RB, its
-    diversity gain under proportional fair (or None) and its radio link (or None) for a
-    flow about to start."""
+    """Where background flows get their user: ``next()`` gives its rate per RB, the SINR
+    that rate holds for (NaN without a radio), its diversity gain under proportional fair
+    (or None) and its radio link (or None) for a flow about to start."""
 
-    def next(self) -> tuple[float, Diversity, RadioLink | None]: ...
+    def next(self) -> tuple[float, float, Diversity, RadioLink | None]: ...
 
 
 class UserPool:
@@ -60,7 +61,7 @@ class UserPool:
         self._rates: list[float] = []
         self._diversity: list[Diversity] = []
 
-    def next(self) -> tuple[float, Diversity, RadioLink | None]:
+    def next(self) -> tuple[float, float, Diversity, RadioLink | None]:
         """The next user with coverage (users whose rate is 0 are skipped: never served)."""
         while not self._rates:
             rates, diversity = self._draw(self._rng, self._batch)
@@ -69,7 +70,7 @@ class UserPool:
                 raise ValueError(f"none of {self._batch} background users has coverage")
             self._rates = [float(rates[i]) for i in reversed(covered)]
             self._diversity = [diversity[i] for i in reversed(covered)]
-        return self._rates.pop(), self._diversity.pop(), None
+        return self._rates.pop(), math.nan, self._diversity.pop(), None
 
 
 class LayoutUsers:
@@ -119,17 +120,18 @@ class CellUsers:
         self.system = pool.system
         self._waits = getattr(self.system.config, "update_interval_s", None) is not None
 
-    def next(self) -> tuple[float, Diversity, RadioLink | None]:
+    def next(self) -> tuple[float, float, Diversity, RadioLink | None]:
         system, direction = self.system, self.direction
         for _ in range(1000):
             gain, ul_power = self.pool.take(self.cell)
             power = ul_power if direction == UL else system.dl_power_db
-            link = RadioLink(self.cell, direction, gain, power)
+            limit = system.power_limit_rb(direction, power)
+            link = RadioLink(self.cell, direction, gain, power, limit_rb=limit)
             interference = self.cells.link_interference_mw(link)
-            sinr = system.sinr_db(direction, np.array(link.signal_db), interference)
-            rate = float(system.rate_per_rb(direction, sinr))
+            sinr = float(system.sinr_db(direction, np.array(link.signal_db), interference))
+            rate = float(system.rate_per_rb(direction, np.array(sinr)))
             if rate > 0 or (self._waits and _covered(system, direction, link)):
-                return rate, system.diversity(direction, float(sinr)), link
+                return rate, sinr, system.diversity(direction, sinr), link
         raise ValueError(f"no background user of cell {self.cell} has coverage")
 
 
@@ -206,8 +208,7 @@ class FtpModel1:
                 self._arrive(float(size))
 
     def _arrive(self, size_bits: float) -> None:
-        rate, diversity, link = self.users.next()
-        flow = Flow(size_bits, rate, self.rb_cap, fl=False, diversity=diversity, link=link)
+        flow = _flow(size_bits, self.rb_cap, *self.users.next())
         arrived_s = self.env.now
         self.arrivals += 1
         self.log.start(arrived_s, flow)
@@ -233,12 +234,33 @@ class FullBuffer:
     ) -> None:
         self.flows = []
         for _ in range(users):
-            rate, diversity, link = pool.next()
-            cap = rb_cap or scheduler.n_rb
-            flow = Flow(float("inf"), rate, cap, fl=False, diversity=diversity, link=link)
+            flow = _flow(float("inf"), rb_cap or scheduler.n_rb, *pool.next())
             (log or FlowLog(None)).start(scheduler.env.now, flow)
             scheduler.open(flow)
             self.flows.append(flow)
+
+
+def _flow(
+    bits: float,
+    rb_cap: float,
+    rate: float,
+    sinr_db: float,
+    diversity: Diversity,
+    link: RadioLink | None,
+) -> Flow:
+    """A background flow of a user from :meth:`Users.next` (its power limit, if any, from
+    its link)."""
+    limit = math.inf if link is None else link.limit_rb
+    return Flow(
+        bits,
+        rate,
+        rb_cap,
+        fl=False,
+        diversity=diversity,
+        link=link,
+        power_limit_rb=limit,
+        sinr_db=sinr_db,
+    )
 
 
 def constant_load(scheduler: FluidScheduler, load_fraction: float) -> None:

@@ -129,18 +129,34 @@ class RadioUpdate:
         else:
             rate = system.rate_per_rb(direction, sinr)
         rate = rate * table.scale[slots]
-        moved = np.flatnonzero(rate != table.rate[slots])
+        changed = rate != table.rate[slots]
+        if system.open_loop and direction == "ul":
+            # Beyond its power limit a flow's rate follows its SINR, whatever its rate at
+            # the full power per RB does (the MCS staircase may hold that one still).
+            changed |= sinr != table.sinr_db[slots]
+        moved = np.flatnonzero(changed)
         if not len(moved):
             return
+        table.sinr_db[slots[moved]] = sinr[moved]
+        beyond: list[Flow] = []
         by_cell: dict[int, list[tuple[Flow, float, Any]]] = defaultdict(list)
         for i in moved.tolist():
             flow = table.flows[slots[i]]
             assert flow is not None
+            flow.sinr_db = float(sinr[i])
+            if flow.rbs > flow.power_limit_rb:
+                beyond.append(flow)
             diversity = flow.diversity
             if diversity is not None:
                 diversity = system.diversity(direction, float(sinr[i]))
             by_cell[int(cells_of[i])].append((flow, float(rate[i]), diversity))
         table.rate[slots[moved]] = rate[moved]
+        if beyond:  # their rates beyond the power limit, in one call (Flow.limited)
+            rbs = np.array([f.rbs for f in beyond])
+            limits = np.array([f.power_limit_rb for f in beyond])
+            limited = system.limited_rates(beyond, 10.0 * np.log10(rbs / limits))
+            for flow, n, value in zip(beyond, rbs.tolist(), limited.tolist(), strict=True):
+                flow.limited = (flow.sinr_db, n, value)
         schedulers = self.cells.schedulers[direction]
         for cell, changes in by_cell.items():
             schedulers[cell].set_rates(changes)

@@ -25,6 +25,7 @@ from typing import Any
 
 from netfl.errors import Diverged, NetflError
 from netfl.rundir import prepare_run_dir, write_bytes
+from netfl.sweep.gpu import wants_gpu
 
 OnDone = Callable[["Outcome"], None]
 
@@ -40,10 +41,7 @@ class Task:
     @property
     def wants_gpu(self) -> str:
         """``"required"`` (device cuda), ``"preferred"`` (auto) or ``"no"`` (cpu, no learning)."""
-        learning = self.scenario_data.get("learning")
-        if not learning:
-            return "no"
-        return {"cuda": "required", "auto": "preferred"}.get(learning.get("device", "auto"), "no")
+        return wants_gpu(self.scenario_data)
 
 
 @dataclass(frozen=True)

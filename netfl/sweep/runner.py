@@ -22,7 +22,7 @@ from netfl.recorder.sweep_index import (
     write_index,
 )
 from netfl.rundir import write_text
-from netfl.sweep import backends
+from netfl.sweep import backends, gpu
 from netfl.sweep.spec import Sweep
 
 BACKENDS = ("local", "ray")
@@ -137,6 +137,8 @@ def run_sweep(
         raise NetflError(f"jobs must be at least 1, got {jobs}")
     if backend == "ray":
         backends.import_ray()  # fail before writing anything
+    else:  # N runs on one GPU must fit its memory
+        gpu.check_jobs([run.scenario_data for run in sweep.runs], jobs)
     sweep_dir = Path(out) if out is not None else Path("sweeps") / sweep.name
     prepare_sweep_dir(sweep_dir)
     rows = _plan(sweep, sweep_dir)
