@@ -1,4 +1,4 @@
-"""Issue 24's performance goals, measured side by side on compare_selection's loaded LTE cell.
+"""Issue 24's performance goals, measured side by side on compare_selection's loaded LTE network.
 
 - ``partial``: partial work must not make a round cost more than 1.3x the same round
   without it, per trained client step (clients that would have been dropped now train, so
@@ -38,7 +38,7 @@ from netfl.simulation import simulate
 RULES = ("fedavg", "fednova", "fedavgm", "fedadagrad", "fedadam", "fedyogi")
 
 
-#: The settings measured: compare_selection's loaded LTE cell with a 20 s deadline (most
+#: The settings measured: compare_selection's loaded LTE network with a 20 s deadline (most
 #: late clients are late on the radio), and the quickstart's compute-heterogeneous phones
 #: with a 6 s deadline (a fifth of the selected clients are compute stragglers).
 SETTINGS = {

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from netfl.map.geometry import inside_hexagon
 from netfl.map.layout import hex_layout
 from netfl.mobility.area import (
+    RoadFold,
     clip_to_layout,
     fold_into_cluster,
     fold_with_shift,
@@ -109,3 +110,23 @@ def test_a_guessed_fold_is_the_fold_bit_for_bit(seed, step_m):
         folded, guessed = fold_with_shift(WRAP, later, guess)
         assert np.array_equal(folded.view(np.int64), expected.view(np.int64))
         assert np.array_equal(guessed, shift)
+
+
+@pytest.mark.parametrize("heading_deg", [0.0, 17.0, 60.0, 133.0])
+def test_folding_points_along_a_road_is_fold_into_cluster_bit_for_bit(heading_deg):
+    """RoadFold tabulates the hexagons a line crosses and the shift of each stretch; every
+    position it gives is fold_into_cluster's, exactly, for 300 vehicles each way over 2,000
+    steps of up to 3.4 m (up to 120 km/h at 0.1 s updates) through several translates of
+    the cluster, the table growing as they leave it."""
+    layout = hex_layout(19, 3, 200.0, wrap_around=True)
+    rng = np.random.default_rng(int(heading_deg))
+    start = np.array([30.0, -20.0])
+    u = np.array([np.cos(np.radians(heading_deg)), np.sin(np.radians(heading_deg))])
+    sign = np.where(np.arange(300) % 2 == 1, -1.0, 1.0)
+    s = rng.uniform(-800.0, 800.0, 300)
+    step = rng.uniform(0.0, 3.4, 300)
+    fold = RoadFold(layout, start, u)
+    for _ in range(2000):
+        s = s + sign * step
+        xy = start + s[:, None] * u
+        assert np.array_equal(fold.fold(s), fold_into_cluster(layout, xy))

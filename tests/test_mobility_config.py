@@ -46,6 +46,8 @@ def test_defaults_follow_3gpp():
     assert config.filter_coefficient == 4 in FILTER_COEFFICIENTS  # TS 36.331 default fc4
     assert (config.qout_db, config.qin_db, config.t310_s) == (-8.0, -6.0, 1.0)
     assert config.ping_pong_window_s == 1.0
+    # TS 36.133 Sec. 8.1.2.2: 200 ms measurement period, at least 8 cells per carrier.
+    assert (config.measurement_period_s, config.measured_cells) == (0.2, 8)
     # Units in strings convert like every other key.
     assert HandoverConfig(time_to_trigger_s="480 ms").time_to_trigger_s == 0.48
 
@@ -61,6 +63,8 @@ def test_defaults_follow_3gpp():
         ({"handover": {"n310": 5}}, "handover.n310", "1, 2, 3, 4, 6, 8, 10, 20"),
         ({"handover": {"qin_db": -9}}, "handover.qin_db", "above qout_db"),
         ({"handover": {"interruption_s": -1}}, "handover.interruption_s", "greater than"),
+        ({"handover": {"measured_cells": 0}}, "handover.measured_cells", "greater than"),
+        ({"handover": {"measurement_period_s": 0}}, "handover.measurement_period_s", "greater"),
         (
             {"mobility": {"model": "random_direction", "speed_mps": -3}},
             "mobility.speed_mps",

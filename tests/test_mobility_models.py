@@ -203,3 +203,39 @@ def test_each_group_draws_only_from_its_own_stream():
     a = build_mobility(spec, WRAP, xy, np.random.default_rng(7))
     b = build_mobility(spec, WRAP, xy, np.random.default_rng(7))
     assert np.array_equal(a.advance(10.0).xy_m, b.advance(10.0).xy_m)
+
+
+def test_random_direction_folds_only_devices_that_may_have_left_their_hexagon():
+    """With wrap-around a device is folded only once it has walked out of the grid hexagon
+    it was in (the fold changes nothing inside the cluster): positions, bit for bit, those of
+    folding every device at every step, over 3,000 steps of 300 devices with short legs."""
+    from netfl.mobility.area import fold_into_cluster
+    from netfl.mobility.base import unit_vectors
+    from netfl.mobility.random_direction import RandomDirectionModel
+
+    class FoldEveryStep(RandomDirectionModel):
+        def _walk(self, idx, remaining):  # the model before it kept the hexagon budget
+            if not len(idx):
+                return
+            use = np.minimum(self.leg_left[idx], remaining[idx])
+            step = unit_vectors(self.direction[idx]) * (self.speed[idx] * use)[:, None]
+            self.xy_m[idx] = fold_into_cluster(self.layout, self.xy_m[idx] + step)
+            self._displacement[idx] += step
+            remaining[idx] -= use
+            self.leg_left[idx] -= use
+            done = idx[self.leg_left[idx] <= 1e-12]
+            self.moving[done] = False
+            self.pause_left[done] = self.pause_dist.sample(self.rng, len(done))
+
+    layout = hex_layout(19, 3, 200.0, wrap_around=True)
+    xy = layout.drop_uniform(300, 10.0, np.random.default_rng(0))
+    spec = {"model": "random_direction", "speed_mps": {"dist": "uniform", "low": 1, "high": 30}}
+    config = TypeAdapter(MobilityConfig).validate_python({**spec, "travel_s": 5, "pause_s": 1})
+    models = [
+        cls(layout, xy, config.speed_mps, config.travel_s, config.pause_s, np.random.default_rng(1))
+        for cls in (RandomDirectionModel, FoldEveryStep)
+    ]
+    for _ in range(3000):
+        steps = [model.advance(0.1) for model in models]
+        assert np.array_equal(steps[0].xy_m, steps[1].xy_m)
+        assert np.array_equal(steps[0].moved_m, steps[1].moved_m)

@@ -308,7 +308,7 @@ def test_a_background_user_drowned_by_interference_waits_for_the_update(
     error, as one without coverage."""
     from netfl.radio.traffic import CellUsers, LayoutUsers
 
-    data = _multicell()
+    data = _multicell(indoor_fraction=0.0)  # every phone covered: the users are the point
     data["radio"]["update_interval_s"] = update_interval_s
     _, build = _build(data)
     cells = build.network.cells

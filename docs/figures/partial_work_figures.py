@@ -15,7 +15,7 @@ differences by seed, and the rounds until the training loss first falls to
 :data:`LOSS_LEVEL` as a survival question (Kaplan-Meier median over the seeds, a seed that
 never gets there censored at its last round; log-rank test stratified by seed between
 methods, :mod:`netfl.trace.survival`). ``lte``: time to 85% accuracy on compare_selection's
-loaded LTE cell for FedAvg dropping late clients against partial work with FedNova, under
+loaded LTE network for FedAvg dropping late clients against partial work with FedNova, under
 random and FedCS selection, with paired differences by seed.
 """
 
@@ -228,7 +228,7 @@ def _is(run: Run, level: float, method: str) -> bool:
     return stragglers(run) == level and fedprox_method(run) == method
 
 
-# -- the loaded LTE cell -------------------------------------------------------------------
+# -- the loaded LTE network ----------------------------------------------------------------
 
 
 def lte(folder: Path, out: Path, target: float = 0.85) -> None:

@@ -95,6 +95,9 @@ N311 = (1, 2, 3, 4, 5, 6, 8, 10)
 #: a device tries to re-establish its connection before it gives up (goes idle), s.
 MAX_OUTAGE_S = 30.0
 
+#: TS 36.133 Sec. 8.1.2.2: a UE measures at least 8 intra-frequency cells per carrier.
+MEASURED_CELLS_MINIMUM = 8
+
 _PEDESTRIAN = Constant(value=3 * KMH)
 _VEHICLE = Constant(value=50 * KMH)
 _SPEED_EXAMPLES = (
@@ -420,6 +423,23 @@ class HandoverConfig(StrictModel):
         description="Layer-3 filter coefficient k: F = (1 - a) F + a M with a = 1/2^(k/4)"
         " per 200 ms (TS 36.331 Sec. 5.5.3.2); 0 is no filtering. One of 0-9, 11, 13, 15,"
         " 17, 19.",
+    )
+    measurement_period_s: PositiveSeconds = Field(
+        default=0.2,
+        description="Physical-layer measurement period of the RSRP that the layer-3 filter"
+        " and Event A3 take, s: 200 ms, TS 36.133 Sec. 8.1.2.2 (E-UTRA intra-frequency, no"
+        " DRX) and TS 38.133 Table 9.2.5.2-1 (NR FR1, SMTC period 20 ms). The"
+        " time-to-trigger is counted in these periods; at least radio.update_interval_s and"
+        " at most time_to_trigger_s (unless that is 0).",
+    )
+    measured_cells: int = Field(
+        default=MEASURED_CELLS_MINIMUM,
+        ge=1,
+        le=57,  # the largest layout's cells (19 sites x 3 sectors); checked against the layout
+        description="Cells a moving device measures for handover, its serving cell among them:"
+        " the strongest after each cell search (every 0.8 s, TS 36.133's T_identify_intra);"
+        " TS 36.133 Sec. 8.1.2.2 asks for at least 8 per carrier. At most the layout's cells"
+        " (8 on a smaller layout measures every cell). Interference comes from every cell.",
     )
     interruption_s: Seconds = Field(
         default=0.05,

@@ -31,7 +31,14 @@ from channel_models import lte, nr
 from channel_models import power_control as pc
 from channel_models.protocol import OutOfRange
 from channel_models.rate import LteCqi, ShannonWithLoss
-from netfl.config.base import Hertz, NonNegativeFloat, PositiveFloat, PositiveInt, StrictModel
+from netfl.config.base import (
+    Hertz,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+    StrictModel,
+)
 from netfl.config.dist import Distribution, Uniform
 from netfl.config.mobility import HandoverConfig
 
@@ -443,6 +450,12 @@ class LteRadioConfig(StrictModel):
         default=True,
         description="Log-normal shadowing, drawn once per device (the model's sigma).",
     )
+    shadowing_site_correlation: Probability = Field(
+        default=0.5,
+        description="Correlation of a device's shadowing between two sites (the sectors of a"
+        " site share it): 0.5 in the 3GPP system-level methodology, TR 36.814 Table"
+        " A.2.1.1-2; 0 draws every site independently (the 3GPP calibration presets).",
+    )
     fast_fading: FastFading = Field(
         default="none",
         description=(
@@ -489,9 +502,11 @@ class LteRadioConfig(StrictModel):
     )
     channel_step_m: NonNegativeFloat = Field(
         default=1.0,
-        description="A moving device's channel (LOS state, shadowing, gains to every cell)"
-        " is re-evaluated once it has moved this far since the last time, m; its position"
-        " advances at every radio update regardless (0: at every update). docs/mobility.md.",
+        description="A moving device's channel (LOS state, shadowing, gains to the cells it"
+        " measures; to every cell at a cell search) is re-evaluated at the first handover"
+        " measurement after it has moved this far since the last time, m; its position"
+        " advances at every radio update regardless (0: at every measurement)."
+        " docs/mobility.md.",
     )
     handover: HandoverConfig = Field(
         default_factory=HandoverConfig,

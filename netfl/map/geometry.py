@@ -23,6 +23,21 @@ def hexagon_boundary_distance(angle_rad: np.ndarray, radius_m: float) -> np.ndar
     return inradius / np.cos(offset)
 
 
+def fluid_flow_crossings_per_m(radius_m: float, sectors: int) -> float:
+    """Cell boundaries crossed per metre travelled, on average, by a device moving in a
+    uniformly random direction through devices spread uniformly over hexagonal cells of
+    circumradius ``radius_m`` (Thomas, Gilbert & Mazziotto 1988: v L / (pi A) per second,
+    L / (pi A) per metre). An omni cell is the hexagon, L = 6 R and A = 3 sqrt(3) R^2 / 2:
+    4 / (sqrt(3) pi R). Three sectors pointing between the neighbours split it into three
+    rhombi of perimeter 4 R and area A / 3: twice that (tests/test_handover.py, (a)).
+
+    >>> round(fluid_flow_crossings_per_m(100.0, 1) * 1000, 3)  # per km
+    7.351
+    """
+    omni = 4.0 / (SQRT3 * np.pi * radius_m)
+    return float(omni if sectors == 1 else 2.0 * omni)
+
+
 def inside_hexagon(x_m: np.ndarray, y_m: np.ndarray, radius_m: float) -> np.ndarray:
     distance = np.hypot(x_m, y_m)
     return distance <= hexagon_boundary_distance(np.arctan2(y_m, x_m), radius_m) + 1e-9

@@ -108,15 +108,30 @@ class Layout:
         searched; the offsets are the same, bit for bit, as without it.
         """
         xy = np.asarray(device_xy_m, dtype=float)
+        dx = xy[:, 0, None] - self.site_xy_m[None, :, 0]
+        dy = xy[:, 1, None] - self.site_xy_m[None, :, 1]
+        return self._nearest_images(dx, dy, guess)
+
+    def link_images(
+        self, device_xy_m: np.ndarray, site: np.ndarray, guess: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`site_images` of single links: ``(offsets (links, 2), image (links,))`` from
+        site ``site[i]`` to the device at ``device_xy_m[i]``, bit for bit the same."""
+        xy = np.asarray(device_xy_m, dtype=float)
+        dx = xy[:, 0] - self.site_xy_m[site, 0]
+        dy = xy[:, 1] - self.site_xy_m[site, 1]
+        return self._nearest_images(dx, dy, guess)
+
+    def _nearest_images(
+        self, dx: np.ndarray, dy: np.ndarray, guess: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The nearest wrap-around image of each site-to-device vector ``(dx, dy)``."""
         if not self.wrap_around:
-            offsets = xy[:, None, :] - self.site_xy_m[None, :, :]
-            return offsets, np.zeros(offsets.shape[:2], dtype=np.int8)
+            return np.stack([dx, dy], axis=-1), np.zeros(dx.shape, dtype=np.int8)
         isd = self.inter_site_distance_m
         shift_x = np.array([isd * (q + r / 2) for q, r in _WRAP_AXIAL])
         shift_y = np.array([isd * r * SQRT3 / 2 for _, r in _WRAP_AXIAL])
         safe2 = (0.49 * np.sqrt(19.0) * isd) ** 2
-        dx = xy[:, 0, None] - self.site_xy_m[None, :, 0]
-        dy = xy[:, 1, None] - self.site_xy_m[None, :, 1]
         image = np.zeros(dx.shape, dtype=np.intp) if guess is None else guess.astype(np.intp)
         x, y = dx - shift_x[image], dy - shift_y[image]
         far = np.flatnonzero(x * x + y * y >= safe2)

@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from netfl.map.layout import Layout
-from netfl.mobility.area import fold_with_shift
+from netfl.mobility.area import RoadFold
 from netfl.mobility.base import Mobility, Step, check_dt
 
 EdgeRule = Literal["reenter", "reverse", "wrap"]
@@ -63,7 +63,7 @@ class ConstantVelocityModel(Mobility):
         self.s = np.asarray(s_m, dtype=float).copy()
         self.speed = np.asarray(speed_mps, dtype=float)
         self.sign = np.asarray(sign, dtype=float).copy()
-        self._shift: np.ndarray | None = None  # each vehicle's last fold (fold_with_shift)
+        self._fold = RoadFold(layout, self.start, self.u) if at_edge == "wrap" else None
         self.xy_m = self._positions()
 
     @property
@@ -71,11 +71,9 @@ class ConstantVelocityModel(Mobility):
         return self.speed
 
     def _positions(self) -> np.ndarray:
-        xy = self.start[None, :] + self.s[:, None] * self.u[None, :]
-        if self.at_edge != "wrap":
-            return xy
-        xy, self._shift = fold_with_shift(self.layout, xy, self._shift)
-        return xy
+        if self._fold is not None:
+            return self._fold.fold(self.s)
+        return self.start[None, :] + self.s[:, None] * self.u[None, :]
 
     def advance(self, dt_s: float) -> Step:
         dt_s = check_dt(dt_s)

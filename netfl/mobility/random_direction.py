@@ -26,9 +26,12 @@ import numpy as np
 
 from netfl.config.dist import Distribution
 from netfl.map.layout import Layout
-from netfl.mobility.area import fold_into_cluster, inside_layout
+from netfl.mobility.area import fold_into_cluster, hexagon_exit_m, inside_layout
 from netfl.mobility.base import LegsAndPauses, Step, unit_vectors
 from netfl.mobility.draws import residual
+
+#: Distance kept from a hexagon's edge before a device is folded again, m (rounding).
+_MARGIN_M = 1e-6
 
 
 class RandomDirectionModel(LegsAndPauses):
@@ -54,6 +57,13 @@ class RandomDirectionModel(LegsAndPauses):
         self.speed = speed_mps.sample(rng, n)
         self.leg_left = np.where(paused, 0.0, residual(travel_s, rng, n))
         self.pause_left = np.where(paused, residual(pause_s, rng, n), 0.0)
+        self._unit = unit_vectors(self.direction)
+        #: With wrap-around: how far each device can go on its leg before leaving the grid
+        #: hexagon it is in. Inside the cluster the fold changes nothing, so only a device
+        #: that has gone that far is folded (the same positions, bit for bit).
+        self._inside_m = np.zeros(n)
+        if layout.wrap_around:
+            self._inside_m = hexagon_exit_m(layout, self.xy_m, self._unit)[0] - _MARGIN_M
 
     def advance(self, dt_s: float) -> Step:
         self._displacement = np.zeros_like(self.xy_m)
@@ -67,15 +77,31 @@ class RandomDirectionModel(LegsAndPauses):
         self.speed[idx] = self.speed_dist.sample(self.rng, len(idx))
         self.leg_left[idx] = self.travel_dist.sample(self.rng, len(idx))
         self.moving[idx] = True
+        self._turned(idx)
+
+    def _turned(self, idx: np.ndarray) -> None:
+        """The devices ``idx`` head in a new direction."""
+        self._unit[idx] = unit_vectors(self.direction[idx])
+        if self.layout.wrap_around:
+            exit_m = hexagon_exit_m(self.layout, self.xy_m[idx], self._unit[idx])[0]
+            self._inside_m[idx] = exit_m - _MARGIN_M
 
     def _walk(self, idx: np.ndarray, remaining: np.ndarray) -> None:
         if not len(idx):
             return
         use = np.minimum(self.leg_left[idx], remaining[idx])
-        step = unit_vectors(self.direction[idx]) * (self.speed[idx] * use)[:, None]
+        distance = self.speed[idx] * use
+        step = self._unit[idx] * distance[:, None]
         target = self.xy_m[idx] + step
         if self.layout.wrap_around:
-            self.xy_m[idx] = fold_into_cluster(self.layout, target)
+            inside = self._inside_m[idx] - distance
+            out = np.flatnonzero(inside <= 0)  # may have left its hexagon: fold
+            if len(out):
+                target[out] = fold_into_cluster(self.layout, target[out])
+                exit_m = hexagon_exit_m(self.layout, target[out], self._unit[idx[out]])[0]
+                inside[out] = exit_m - _MARGIN_M
+            self._inside_m[idx] = inside
+            self.xy_m[idx] = target
             self._displacement[idx] += step
         else:
             ok = inside_layout(self.layout, target)
@@ -83,6 +109,7 @@ class RandomDirectionModel(LegsAndPauses):
             self._displacement[idx[ok]] += step[ok]
             refused = idx[~ok]
             self.direction[refused] = self.rng.uniform(0.0, 2 * np.pi, len(refused))
+            self._unit[refused] = unit_vectors(self.direction[refused])
         remaining[idx] -= use
         self.leg_left[idx] -= use
         done = idx[self.leg_left[idx] <= 1e-12]

@@ -19,6 +19,7 @@ from channel_models.protocol import ChannelModel
 from channel_models.tr38901 import ThreeGppModel
 from netfl.config import Scenario
 from netfl.config.cell import CellConfig
+from netfl.config.mobility import MEASURED_CELLS_MINIMUM
 from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
 from netfl.errors import Problem, RadioWarning, ScenarioError
 from netfl.map.layout import layout_from_config
@@ -107,6 +108,9 @@ def _mobility_problems(
                 " (0.1 s: the default)",
             )
         ]
+    problems = _measurement_problems(scenario, config.update_interval_s)
+    if problems:
+        return problems
     if getattr(channel, "environment", None) not in ("umi", "uma", "rma"):
         return [
             Problem(
@@ -121,6 +125,42 @@ def _mobility_problems(
         build_population(scenario, layout, xy, Streams(scenario.seed))
     except ScenarioError as exc:
         return exc.problems
+    return []
+
+
+def _measurement_problems(scenario: Scenario, update_interval_s: float) -> list[Problem]:
+    """A handover measurement period the radio update can take and the time-to-trigger can
+    count, and a measured-cell count the layout has (docs/mobility.md, "Handover")."""
+    config = scenario.radio
+    assert isinstance(config, LteRadioConfig)
+    handover, key = config.handover, "radio.handover"
+    period, ttt = handover.measurement_period_s, handover.time_to_trigger_s
+    if period < update_interval_s - 1e-12:
+        return [
+            Problem(
+                f"{key}.measurement_period_s",
+                f"{period:g} s is shorter than radio.update_interval_s ({update_interval_s:g} s):"
+                " a device measures at radio updates; give at least the update interval",
+            )
+        ]
+    if 0 < ttt < period - 1e-12:
+        return [
+            Problem(
+                f"{key}.measurement_period_s",
+                f"{period:g} s is longer than time_to_trigger_s ({ttt:g} s), which a device"
+                " counts in measurement periods: give at most the time-to-trigger (and"
+                " radio.update_interval_s at most that)",
+            )
+        ]
+    cells = scenario.cell.sites * scenario.cell.sectors
+    measured = handover.measured_cells
+    if measured > max(cells, MEASURED_CELLS_MINIMUM):
+        return [
+            Problem(
+                f"{key}.measured_cells",
+                f"{measured} is more than the layout's {cells} cells (cell.sites x cell.sectors)",
+            )
+        ]
     return []
 
 

@@ -1,56 +1,83 @@
 """Handover and radio link failure of every device, one vectorised step per radio update.
 
 :class:`HandoverState` keeps, for all devices at once, what a UE and its serving cell keep
-for intra-frequency mobility, and :meth:`HandoverState.step` advances it to the time of a
-radio update from that update's RSRP (devices x cells, dBm) and downlink SINR (devices, dB):
+for intra-frequency mobility. :meth:`HandoverState.step` advances it to the time of a radio
+update; the handover measurements themselves come at the physical-layer measurement
+period (``measurement_period_s``, 200 ms: TS 36.133 Sec. 8.1.2.2, TS 38.133 Table
+9.2.5.2-1), on the cells each device measures (:mod:`netfl.radio.measurement`):
 
-1. **Layer-3 filter** (TS 36.331 Sec. 5.5.3.2): F_n = (1 - a) F_(n-1) + a M_n in dBm, with
-   a = 1 / 2^(k/4) for one input every 200 ms. Updates come at other intervals dt, so a is
-   adapted to keep the filter's time constant: 1 - a_dt = (1 - a)^(dt / 200 ms) (the
-   weight of old inputs decays per second as specified). F starts at the first M.
-2. **Event A3** (TS 36.331 Sec. 5.5.4.4) per neighbour n, on the filtered values with the
-   cell individual offsets Ocn, Ocp (frequency offsets are 0: one carrier):
+1. **Measurement**: at each measurement period the RSRP (dBm) of the device's measured
+   cells, its serving cell and the strongest others (``measured_cells``, chosen at each
+   cell search from every cell), through the layer-3 filter (TS 36.331 Sec. 5.5.3.2).
+2. **Event A3** (TS 36.331 Sec. 5.5.4.4) per measured neighbour n, on the filtered values
+   with the cell individual offsets Ocn, Ocp (frequency offsets are 0: one carrier):
    entering when Mn + Ocn - Hys > Mp + Ocp + Off, leaving when Mn + Ocn + Hys < Mp + Ocp
-   + Off. A neighbour whose entering condition held at every update for timeToTrigger
-   joins the triggered list; one whose leaving condition held for timeToTrigger leaves it.
-   The measurement report goes at once and the network hands over at once (no preparation
-   delay) to the triggered neighbour with the best filtered RSRP, unless the device is
-   still interrupted by its previous handover, in which case the triggered cells wait in
-   the list (until they leave it or the interruption ends).
+   + Off. The time-to-trigger is counted in measurement periods as a device counts it: a
+   neighbour joins the triggered list when the entering condition held at N + 1
+   consecutive measurements, N = ceil(timeToTrigger / period) (so at the first
+   measurement at least timeToTrigger after the one where it began; N = 0 for a TTT of
+   0), and leaves it when the leaving condition did. The measurement report goes at once
+   and the network hands over at once (no preparation delay) to the triggered neighbour
+   with the best filtered RSRP, unless the device is still interrupted by its previous
+   handover; then the triggered cells wait in the list (until they leave it or, at a
+   later update, the interruption ends).
 3. **Execution**: the serving cell changes and the device's transfers pause until
-   ``t + interruption_s`` (the caller pauses them; TS 36.133 Sec. 5.1.2.1). Timers and the
-   triggered list restart for the new serving cell; T310 stops (TS 36.331 Sec. 5.3.11).
+   ``t + interruption_s`` (the caller pauses them; TS 36.133 Sec. 5.1.2.1). Counters and
+   the triggered list restart for the new serving cell; T310 stops (TS 36.331 Sec. 5.3.11).
    A handover back to the cell the device left with its previous handover, within
    ``ping_pong_window_s`` of it, is a ping-pong (TR 36.839 Sec. 5.2.2).
 4. **Radio link failure** (TS 36.331 Sec. 5.3.11, TS 36.213 Sec. 4.2.1): the physical layer
    gives one out-of-sync (SINR < Qout) or in-sync (SINR > Qin) indication per 10 ms radio
-   frame. The SINR is taken as constant between updates, so indications are counted
-   exactly: N310 consecutive out-of-sync start T310; N311 consecutive in-sync stop it; its
-   expiry is a radio link failure at that exact time. The device then drops its transfers
-   (the caller's job), is detached for ``reestablishment_s``, and comes back on its
-   strongest cell (by the RSRP of the update that finds it due). Monitoring pauses during a
-   handover's interruption.
+   frame, from the downlink quality it evaluates over the last 200 ms (Qout) or 100 ms
+   (Qin) (TS 36.133 Sec. 7.6.2.1); netfl evaluates the SINR at each measurement period
+   and takes it as constant until the next, so indications are counted exactly: N310
+   consecutive out-of-sync start T310; N311 consecutive in-sync stop it; its expiry is a
+   radio link failure at that exact time. The
+   device then drops its transfers (the caller's job), is detached for
+   ``reestablishment_s``, and comes back on its strongest cell (by the RSRP of every cell
+   at the update that finds it due), where it searches its measured cells anew.
+   Monitoring pauses during a handover's interruption.
 
-Between updates nothing is observed: a condition is only checked at update times, so a
-handover happens at the first update at or after its time-to-trigger has run out
-(:meth:`HandoverState.next_due_s` tells the caller when the next timer runs out, if it
-wants an update then). Cost per step: O(devices x cells) numpy, no loop over devices.
+RSRP reaches the state through an :data:`Rsrp` source, so that a step reads only what it
+needs: the measured cells at a measurement, every cell at a search or a re-attachment.
+Cost per step: O(devices) numpy, plus O(devices x measured cells) at a measurement and
+O(devices x cells) at a search; no loop over devices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from netfl.config.mobility import HandoverConfig
+from netfl.radio.measurement import FILTER_INPUT_PERIOD_S, MeasuredCells
 
-#: The input period for which TS 36.331's filter coefficient is specified, s.
-FILTER_INPUT_PERIOD_S = 0.2
 #: One radio frame: the period of in-sync/out-of-sync indications (TS 36.213 Sec. 4.2.1), s.
 INDICATION_PERIOD_S = 0.01
 _OUT, _MID, _IN = -1, 0, 1
 _EPS_S = 1e-9
+
+Rsrp = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+"""``rsrp(devices, cells)``: the RSRP now (dBm) of the ``devices`` (row indices) from
+``cells`` (``(len(devices), k)`` cell indices), or from every cell (``cells=None``)."""
+
+
+def rsrp_of(matrix_dbm: np.ndarray) -> Rsrp:
+    """The :data:`Rsrp` source of a ``(devices, cells)`` RSRP matrix.
+
+    >>> rsrp = rsrp_of(np.array([[-80.0, -90.0, -70.0]]))
+    >>> rsrp(np.array([0]), np.array([[2, 0]])).tolist()
+    [[-70.0, -80.0]]
+    """
+    matrix = np.asarray(matrix_dbm, dtype=float)
+
+    def read(devices: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
+        rows = matrix[devices]
+        return rows if cells is None else np.take_along_axis(rows, cells, axis=1)
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -86,43 +113,9 @@ class StepEvents:
     attached: np.ndarray
 
 
-def filter_weight(filter_coefficient: int, dt_s: float) -> float:
-    """Weight a of the new input over a step of ``dt_s`` (1 for k = 0: no filtering).
-
-    >>> filter_weight(4, 0.2)
-    0.5
-    >>> round(filter_weight(4, 0.4), 6)  # two 200 ms inputs' worth: 1 - (1 - 1/2)^2
-    0.75
-    """
-    a = 1.0 / 2 ** (filter_coefficient / 4)
-    return 1.0 - (1.0 - a) ** (dt_s / FILTER_INPUT_PERIOD_S)
-
-
-def _empty_handovers() -> Handovers:
-    i, f = np.empty(0, np.int64), np.empty(0)
-    return Handovers(i, i, i, f, f, np.empty(0, bool))
-
-
-class _Timers:
-    """When a condition began to hold for each (device, cell) (+inf: it does not hold now).
-
-    Few pairs meet a condition at a time, so :meth:`hold` touches only where it holds now
-    and where it held at the previous call (the only finite timers), not the whole matrix.
-    """
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.since_s = np.full(shape, np.inf)
-        self._held = np.empty(0, dtype=np.int64)  # flat indices set by the last call
-
-    def hold(self, now: np.ndarray, t_s: float) -> np.ndarray:
-        """The condition holds at ``t_s`` exactly at the flat indices ``now``: start their
-        timers (kept where already running), stop the others, return the started times."""
-        flat = self.since_s.reshape(-1)
-        since = np.minimum(flat[now], t_s)
-        flat[self._held] = np.inf
-        flat[now] = since
-        self._held = now
-        return since
+_I, _F = np.empty(0, np.int64), np.empty(0)
+_NO_HANDOVERS = Handovers(_I, _I, _I, _F, _F, np.empty(0, bool))
+_NO_LINK_EVENTS = LinkEvents(_I, _I, _F)
 
 
 class HandoverState:
@@ -136,8 +129,13 @@ class HandoverState:
         ``(devices,)`` the cell each device is attached to at the start (the association).
     config
         The ``radio.handover`` section.
+    n_cells
+        Cells in the layout.
     cell_offset_db
         ``(cells,)`` cell individual offsets Ocn (default 0).
+    filter_input_period_s
+        The input period the filter coefficient is specified for: 0.2 s in LTE, the
+        measurement period in NR (:mod:`netfl.radio.measurement`).
     """
 
     def __init__(
@@ -145,15 +143,27 @@ class HandoverState:
         n_devices: int,
         serving_cell: np.ndarray,
         config: HandoverConfig,
+        n_cells: int,
         cell_offset_db: np.ndarray | None = None,
+        filter_input_period_s: float = FILTER_INPUT_PERIOD_S,
     ) -> None:
         self.config = config
         self.serving = np.array(serving_cell, dtype=np.int64).reshape(n_devices)
         self.cell_offset_db = None if cell_offset_db is None else np.asarray(cell_offset_db)
-        self.filtered_dbm: np.ndarray | None = None
+        self.measured = MeasuredCells(
+            n_devices,
+            n_cells,
+            config.measured_cells,
+            config.measurement_period_s,
+            config.filter_coefficient,
+            filter_input_period_s,
+        )
+        #: Measurement periods the entering (leaving) condition must hold beyond the first.
+        self.ttt_periods = int(np.ceil(config.time_to_trigger_s / self.measured.period_s - 1e-9))
         self.now_s: float | None = None
         nan = np.full(n_devices, np.nan)
         self.attached = np.ones(n_devices, dtype=bool)
+        self._all_attached = True
         self.back_at_s = nan.copy()
         self.interrupted_until_s = np.full(n_devices, -np.inf)
         self.previous_cell = np.full(n_devices, -1, dtype=np.int64)
@@ -163,90 +173,132 @@ class HandoverState:
         self.n_handovers = np.zeros(n_devices, dtype=np.int64)
         self.n_ping_pongs = np.zeros(n_devices, dtype=np.int64)
         self.n_failures = np.zeros(n_devices, dtype=np.int64)
-        self._enter: _Timers | None = None  # A3 entering condition, per (device, cell)
-        self._leave: _Timers | None = None  # A3 leaving condition of the listed cells
-        self._triggered: np.ndarray | None = None
+        shape = self.measured.cells.shape
+        #: Per measured cell: consecutive measurements with the A3 entering (leaving)
+        #: condition, and whether the cell is in the triggered list.
+        self.entering = np.zeros(shape, dtype=np.int32)
+        self.leaving = np.zeros(shape, dtype=np.int32)
+        self.triggered = np.zeros(shape, dtype=bool)
+        self._slot = np.zeros(n_devices, dtype=np.int64)  # the serving cell's measured slot
+        self._waiting = False  # triggered cells wait for an interruption to end
+
+    @property
+    def filtered_dbm(self) -> np.ndarray:
+        """``(devices, measured cells)`` the filtered RSRP (dBm) of :attr:`measured_cells`."""
+        return self.measured.filtered_dbm
+
+    @property
+    def measured_cells(self) -> np.ndarray:
+        """``(devices, measured cells)`` the cells each device measures."""
+        return self.measured.cells
 
     # --- the step ---------------------------------------------------------------------------
 
     def step(
-        self, t_s: float, dt_s: float, rsrp_dbm: np.ndarray, sinr_db: np.ndarray
+        self,
+        t_s: float,
+        rsrp: Rsrp | np.ndarray,
+        sinr_db: np.ndarray | Callable[[], np.ndarray],
+        searched: np.ndarray | None = None,
     ) -> StepEvents:
-        """Advance every device to ``t_s``, ``dt_s`` after the previous step, with the RSRP
-        of every cell (``(devices, cells)`` dBm) and the downlink SINR (``(devices,)`` dB)
-        measured at ``t_s``."""
-        rsrp = np.asarray(rsrp_dbm, dtype=float)
-        sinr = np.asarray(sinr_db, dtype=float)
+        """Advance every device to ``t_s``, with its RSRP (an :data:`Rsrp` source, or a
+        ``(devices, cells)`` matrix, dBm) and downlink SINR (``(devices,)`` dB, or a
+        function giving it: asked at measurements only) at ``t_s``. ``searched``: the
+        devices a cell search looks at (those whose every cell's RSRP is new since the
+        last one; None: all)."""
+        source = rsrp_of(rsrp) if isinstance(rsrp, np.ndarray) else rsrp
         if self.now_s is not None and t_s < self.now_s - _EPS_S:
             raise ValueError(f"step at {t_s} s is before the previous one ({self.now_s} s)")
-        if self.filtered_dbm is None:
-            self._first(rsrp)
-        failures = self._radio_link(t_s)
-        reattached = self._reattach(t_s, rsrp)
-        self._filter(rsrp, dt_s, fresh=reattached.device)
-        self._event_a3(t_s)
-        handovers = self._execute(t_s)
-        self._indications(t_s, sinr)
+        measuring = self.measured.due(t_s)
+        failures = self._radio_link(t_s) if measuring else _NO_LINK_EVENTS
+        reattached = self._reattach(t_s, source) if self._detached else _NO_LINK_EVENTS
+        handovers = _NO_HANDOVERS
+        if measuring:
+            self._measure(t_s, source, searched)
+            handovers = self._execute(t_s)
+            sinr = sinr_db() if callable(sinr_db) else sinr_db
+            self._indications(t_s, np.asarray(sinr, dtype=float))
+        elif self._waiting:
+            handovers = self._execute(t_s)
         self.now_s = t_s
         return StepEvents(
             handovers, failures, reattached, self.serving.copy(), self.attached.copy()
         )
 
-    def _first(self, rsrp: np.ndarray) -> None:
-        self.filtered_dbm = rsrp.copy()
-        self._enter = _Timers(rsrp.shape)
-        self._leave = _Timers(rsrp.shape)
-        self._triggered = np.zeros(rsrp.shape, dtype=bool)
+    @property
+    def _detached(self) -> bool:
+        return not self._all_attached
 
-    def _filter(self, rsrp: np.ndarray, dt_s: float, fresh: np.ndarray) -> None:
-        assert self.filtered_dbm is not None
-        a = filter_weight(self.config.filter_coefficient, max(dt_s, 0.0))
-        if a == 1.0:
-            self.filtered_dbm = rsrp.copy()
-        else:
-            self.filtered_dbm += a * (rsrp - self.filtered_dbm)
-            self.filtered_dbm[fresh] = rsrp[fresh]
+    def measurement_due(self, t_s: float) -> bool:
+        """Whether a step at ``t_s`` measures (its source must then have the measured
+        cells' RSRP current)."""
+        return self.measured.due(t_s)
 
-    def _offsets(self, values: np.ndarray) -> np.ndarray:
-        return values if self.cell_offset_db is None else values + self.cell_offset_db[None, :]
+    def search_due(self, t_s: float) -> bool:
+        """Whether a step at ``t_s`` searches every cell (its source must then have every
+        cell's RSRP current)."""
+        return self.measured.search_due(t_s)
 
-    def _event_a3(self, t_s: float) -> None:
-        """Entering and leaving conditions of every neighbour, and the triggered lists
-        (the timers: :class:`_Timers`)."""
-        assert self.filtered_dbm is not None and self._triggered is not None
-        assert self._enter is not None and self._leave is not None
+    def _measure(self, t_s: float, rsrp: Rsrp, searched: np.ndarray | None) -> None:
+        everyone = np.arange(len(self.serving))
+        if self.measured.search_due(t_s):
+            first = self.measured.searches.t0_s is None  # every device needs a first set
+            rows = everyone if searched is None or first else searched
+            if len(rows):
+                self._search(rows, self._offsets(rsrp(rows, None)))
+        cells = self.measured.cells
+        filtered = self.measured.measure(t_s, rsrp(everyone, cells))
+        self._event_a3(filtered, cells)
+
+    def _search(self, rows: np.ndarray, level_db: np.ndarray) -> None:
+        """A new measured set for ``rows``; the A3 registers follow the cells kept."""
+        changed, kept, was = self.measured.search(rows, level_db, self.serving[rows])
+        for register in (self.entering, self.leaving, self.triggered):
+            old = np.take_along_axis(register[changed], was, axis=1)
+            register[changed] = np.where(kept, old, 0)
+        self._slot[rows] = self.measured.slot_of(rows, self.serving[rows])
+
+    def _offsets(self, values: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
+        if self.cell_offset_db is None:
+            return values
+        return values + (self.cell_offset_db if cells is None else self.cell_offset_db[cells])
+
+    def _event_a3(self, filtered_dbm: np.ndarray, cells: np.ndarray) -> None:
+        """Entering and leaving conditions of every measured neighbour, counted in
+        measurement periods, and the triggered lists."""
         cfg = self.config
         rows = np.arange(len(self.serving))
-        level = self._offsets(self.filtered_dbm)
-        margin = level - (level[rows, self.serving] + cfg.a3_offset_db)[:, None]
-        margin[rows, self.serving] = -np.inf  # the serving cell is no neighbour
+        level = self._offsets(filtered_dbm, cells)
+        margin = level - (level[rows, self._slot] + np.float32(cfg.a3_offset_db))[:, None]
+        margin[rows, self._slot] = -np.inf  # the serving cell is no neighbour
         if not self.attached.all():
             margin[~self.attached] = np.nan  # neither entering nor leaving
-        due = t_s - cfg.time_to_trigger_s + _EPS_S
-        triggered = self._triggered.reshape(-1)
-        entering = np.flatnonzero(margin > cfg.hysteresis_db)
-        since = self._enter.hold(entering, t_s)
-        triggered[entering[since <= due]] = True
-        listed = np.flatnonzero(triggered)
-        if len(listed):  # only listed cells can leave (their leave timers start once listed)
-            leaving = listed[margin.reshape(-1)[listed] < -cfg.hysteresis_db]
-            since = self._leave.hold(leaving, t_s)
-            triggered[leaving[since <= due]] = False
+        # A count goes on where its condition holds and restarts where it does not.
+        self.entering += 1
+        self.entering *= margin > cfg.hysteresis_db
+        self.triggered |= self.entering > self.ttt_periods
+        self.leaving += 1
+        self.leaving *= self.triggered & (margin < -cfg.hysteresis_db)
+        self.triggered &= self.leaving <= self.ttt_periods
 
     def _execute(self, t_s: float) -> Handovers:
-        assert self.filtered_dbm is not None and self._triggered is not None
-        ready = self._triggered.any(axis=1) & (t_s >= self.interrupted_until_s - _EPS_S)
+        listed = self.triggered.any(axis=1)
+        ready = listed & (t_s >= self.interrupted_until_s - _EPS_S)
+        self._waiting = bool((listed & ~ready).any())
         device = np.flatnonzero(ready)
         if not len(device):
-            return _empty_handovers()
-        best = np.where(self._triggered[device], self._offsets(self.filtered_dbm)[device], -np.inf)
-        target = np.argmax(best, axis=1)
+            return _NO_HANDOVERS
+        cells = self.measured.cells[device]
+        level = self._offsets(self.measured.filtered_dbm[device], cells)
+        slot = np.argmax(np.where(self.triggered[device], level, -np.inf), axis=1)
+        target = cells[np.arange(len(device)), slot]
         source = self.serving[device]
         ping_pong = (target == self.previous_cell[device]) & (
             t_s - self.last_handover_s[device] <= self.config.ping_pong_window_s + _EPS_S
         )
         end_s = np.full(len(device), t_s + self.config.interruption_s)
         self.serving[device] = target
+        self._slot[device] = slot
         self.previous_cell[device] = source
         self.last_handover_s[device] = t_s
         self.interrupted_until_s[device] = end_s
@@ -256,12 +308,10 @@ class HandoverState:
         return Handovers(device, source, target, np.full(len(device), t_s), end_s, ping_pong)
 
     def _restart(self, device: np.ndarray) -> None:
-        """A new serving cell (or none): fresh A3 timers and list, T310 stopped."""
-        assert self._enter is not None and self._leave is not None
-        assert self._triggered is not None
-        self._enter.since_s[device] = np.inf
-        self._leave.since_s[device] = np.inf
-        self._triggered[device] = False
+        """A new serving cell (or none): fresh A3 counters and list, T310 stopped."""
+        self.entering[device] = 0
+        self.leaving[device] = 0
+        self.triggered[device] = False
         self.t310_start_s[device] = np.nan
         self.out_since_s[device] = np.nan
         self.in_since_s[device] = np.nan
@@ -286,18 +336,25 @@ class HandoverState:
         device = np.flatnonzero(fails)
         lost = self.serving[device]
         self.attached[device] = False
+        self._all_attached = self._all_attached and not len(device)
         self.back_at_s[device] = expiry[device] + cfg.reestablishment_s
         self.n_failures[device] += 1
         self._restart(device)
         return LinkEvents(device, lost, expiry[device])
 
-    def _reattach(self, t_s: float, rsrp: np.ndarray) -> LinkEvents:
+    def _reattach(self, t_s: float, rsrp: Rsrp) -> LinkEvents:
+        """Detached devices due back attach to their strongest cell and search anew."""
         due = ~self.attached & (self.back_at_s <= t_s + _EPS_S)
         device = np.flatnonzero(due)
-        cell = np.argmax(self._offsets(rsrp)[device], axis=1)
+        if not len(device):
+            return _NO_LINK_EVENTS
+        level = self._offsets(rsrp(device, None))
+        cell = np.argmax(level, axis=1)
         self.serving[device] = cell
         self.attached[device] = True
+        self._all_attached = bool(self.attached.all())
         self.previous_cell[device] = -1
+        self._search(device, level)
         t = self.back_at_s[device]
         self.back_at_s[device] = np.nan
         return LinkEvents(device, cell, t)
@@ -319,17 +376,16 @@ class HandoverState:
     # --- for the caller ---------------------------------------------------------------------
 
     def next_due_s(self) -> float:
-        """The earliest time a timer runs out (a time-to-trigger, T310, the N310/N311
-        counts, a re-attachment, an interruption with triggered cells waiting): an update
-        then sees it at its exact time. ``inf`` when nothing is pending."""
+        """The earliest time something is due (a measurement that can complete a
+        time-to-trigger, T310, the N310/N311 counts, a re-attachment, an interruption with
+        triggered cells waiting): an update then sees it at its exact time. ``inf`` when
+        nothing is pending."""
         cfg = self.config
         times = [self.back_at_s]
-        if self._enter is not None and self._triggered is not None:
-            since_s = self._enter.since_s
-            pending = ~self._triggered & np.isfinite(since_s)
-            times.append(np.where(pending, since_s + cfg.time_to_trigger_s, np.nan))
-            waiting = self._triggered.any(axis=1)
-            times.append(np.where(waiting, self.interrupted_until_s, np.nan))
+        if self.entering.any() or self.leaving.any():
+            times.append(np.array([self.measured.measurements.next_s()]))
+        if self._waiting:
+            times.append(np.where(self.triggered.any(axis=1), self.interrupted_until_s, np.nan))
         running = ~np.isnan(self.t310_start_s)
         times.append(np.where(running, self.t310_start_s + cfg.t310_s, np.nan))
         times.append(np.where(running, np.nan, self.out_since_s + cfg.n310 * INDICATION_PERIOD_S))

@@ -5,22 +5,34 @@ When some device group moves (``devices.groups.N.mobility``), the radio update
 :meth:`Motion.step`, one vectorised pass over all devices (no SimPy process per device):
 
 1. **positions** advance (:mod:`netfl.mobility`: every group's model, its own stream);
-2. **channels follow**: for the devices that moved, the LOS state of each (device, site)
-   link and its shadowing move along the path (:mod:`netfl.radio.shadowing`: spatially
-   consistent LOS, AR(1) shadowing with the TR 38.901 Table 7.5-6 decorrelation
-   distances; a link whose LOS state flips draws a new shadowing), and their coupling gains
-   to every cell are re-evaluated from the new geometry (:func:`netfl.radio.propagation.
-   coupling_gains`); their links in flight take the new gains (:meth:`Cells.follow`);
-3. **handover** (:mod:`netfl.radio.handover`): layer-3 filtered RSRP, Event A3 with its
-   time-to-trigger, execution with an interruption during which the device's transfers
-   pause and after which they continue in the target cell, radio link failure when the
-   downlink SINR stays below Qout for T310 (the transfers are lost; the device is attached
-   again to its strongest cell ``reestablishment_s`` later).
+2. **channels follow**, at each handover measurement (every ``measurement_period_s``):
+   once a device has moved ``radio.channel_step_m``, the (device, site) links of the cells
+   it measures (:mod:`netfl.radio.measurement`: its serving cell and the strongest others)
+   are re-evaluated at its new place (between measurements a device's channel stays as it
+   was, its position moves on, and the links in flight still follow the interference at
+   every update): their LOS
+   state and shadowing move along its path (:mod:`netfl.radio.shadowing`: spatially
+   consistent LOS, AR(1) shadowing with the TR 38.901 Table 7.5-6 decorrelation distances,
+   correlated between sites; a link whose LOS state flips draws a new shadowing) and their
+   coupling gains follow (:func:`netfl.radio.propagation.coupling_gains`). At each cell
+   search (every 0.8 s) every link of a device that has moved is re-evaluated, so the
+   gains to the cells it does not measure, which still interfere, lag by at most a search
+   period. A link's processes move by all the distance since they last moved, so looking
+   at a link rarely keeps its statistics exact. The links in flight take the new gains
+   (:meth:`Cells.follow`);
+3. **handover** (:mod:`netfl.radio.handover`): at each measurement period the layer-3
+   filtered RSRP of the measured cells, Event A3 with its time-to-trigger counted in
+   periods, execution with an interruption during which the device's transfers pause and
+   after which they continue in the target cell; at every update radio link failure when
+   the downlink SINR (against every cell) stays below Qout for T310 (the transfers are lost;
+   the device is attached again to its strongest cell ``reestablishment_s`` later).
 
 Every handover, failure and re-attachment is a timeline row (kinds ``handover``,
 ``radio_link_failure``, ``reattach``), and the moving devices' positions are sampled every
 ``output.trajectory_every_s`` (kind ``position``, columns ``x_m``, ``y_m``). Static devices
-are never touched: their links stay exactly as the drop made them.
+are never touched: their links stay exactly as the drop made them. The moving devices'
+channel state (LOS, shadowing, gains in mW, handover registers) is float32 where its
+rounding stays far below 0.01 dB (docs/mobility.md measures it).
 """
 
 from __future__ import annotations
@@ -36,9 +48,10 @@ from netfl.map.layout import Layout
 from netfl.mobility.base import Mobility
 from netfl.mobility.build import Population, build_mobility
 from netfl.mobility.static import StaticModel
-from netfl.radio.cells import DL, Cells, db_to_mw
+from netfl.radio.cells import DL, Cells
 from netfl.radio.cellular import CellularNetwork
-from netfl.radio.handover import HandoverState, StepEvents
+from netfl.radio.handover import HandoverState, Rsrp, StepEvents
+from netfl.radio.measurement import FILTER_INPUT_PERIOD_S
 from netfl.radio.propagation import (
     DeviceHeights,
     LargeScaleState,
@@ -50,10 +63,16 @@ from netfl.radio.shadowing import (
     LOS_DECORRELATION_M,
     CorrelatedLosState,
     CorrelatedShadowing,
+    Links,
     decorrelation_distance_m,
 )
 from netfl.radio.system import Placement, RadioSystem
 from netfl.rng import Streams
+
+#: Links re-evaluated in one vectorised pass: bounds the pass's temporaries (about 400 B a
+#: link) to about 25 MB whatever the population, as :data:`netfl.radio.propagation.
+#: BLOCK_DEVICES` bounds the drop's.
+BLOCK_LINKS = 65536
 
 
 def moving_groups(scenario: Scenario) -> list[int]:
@@ -118,7 +137,6 @@ class Motion:
         timeline: Any,
     ) -> None:
         self.system, self.network, self.cells, self.timeline = system, network, cells, timeline
-        self.heights = placement.heights
         layout = system.layout
         self.population, self.rows = population, moving_rows(scenario)
         #: The moving devices' rows as a slice when they are contiguous (every device
@@ -132,7 +150,10 @@ class Motion:
         geometry = site_geometry(layout, self.xy_m[rows], self._heights, env)
         self.p_los, self._image = geometry.p_los, geometry.image
         self.los_state = CorrelatedLosState(
-            state.los_uniform[rows], LOS_DECORRELATION_M[kind], streams.get("radio.los_path")
+            state.los_uniform[rows],
+            LOS_DECORRELATION_M[kind],
+            streams.get("radio.los_path"),
+            dtype=np.float32,
         )
         los = self.los_state.uniform < self.p_los
         self._kind = kind
@@ -141,21 +162,40 @@ class Motion:
             decorrelation_distance_m(kind, los, self._heights.indoor),
             streams.get("radio.shadowing_path"),
             initial_db=state.shadowing_db[rows],
+            los=los,
+            **_site_correlation(env, state, rows, kind),
+            dtype=np.float32,
         )
         self.los = los
         self.o2i_db = state.o2i_db[rows]
+        #: Moving devices are outdoors at one height (radio.system.drop_devices): their links
+        #: take it once, not per link (what depends on the height alone is computed once).
+        self._one_height = _one_height(self._heights, self.o2i_db)
         handover = scenario.radio.handover  # type: ignore[union-attr]
-        self.handover = HandoverState(len(rows), network.devices.serving[rows].copy(), handover)
-        self.interruption_s = handover.interruption_s
+        self.handover = HandoverState(
+            len(rows),
+            network.devices.serving[rows].copy(),
+            handover,
+            layout.n_cells,
+            # TS 38.331: the filter coefficient assumes one L1 measurement period per input;
+            # TS 36.331: 200 ms.
+            filter_input_period_s=handover.measurement_period_s
+            if scenario.radio.model == "nr"
+            else FILTER_INPUT_PERIOD_S,
+        )
         self.sample_every_s = scenario.output.trajectory_every_s
         self._next_sample_s = 0.0
-        #: A device's channel is re-evaluated once it has moved this far since the last time.
+        #: A device's measured links are re-evaluated once it has moved this far since
+        #: they were; all its links, at the first cell search once it has moved as far.
         self.step_m = scenario.radio.channel_step_m  # type: ignore[union-attr]
         self.pending_m = np.zeros(len(self.rows))
+        self.unsearched_m = np.zeros(len(self.rows))
+        self.travelled_m = np.zeros(len(self.rows))
+        self._unseen_m = np.zeros(len(self.rows))  # moved since the last measurement
         #: The moving devices' coupling gains in mW, kept with ``gain_db`` (only _follow
         #: changes them): the handover's SINR needs all of them at every update, and
         #: converting all of them each tick made a moving run 1.09x slower (mobility_bench).
-        self._gain_mw = db_to_mw(network.devices.gain_db[rows])
+        self._gain_mw = mw_of_db(network.devices.gain_db[rows])
 
     @property
     def speed_mps(self) -> np.ndarray:
@@ -166,56 +206,104 @@ class Motion:
         """Advance every moving device by ``dt_s`` to ``now_s`` (module doc)."""
         move = self.population.advance(dt_s)
         self.xy_m = move.xy_m
-        self.pending_m += move.moved_m[self.rows]
-        due = np.flatnonzero(self.pending_m >= self.step_m)
-        if len(due):
-            self._follow(due)
-        self._hand_over(now_s, dt_s)
+        moved = move.moved_m[self.rows]
+        self._unseen_m += moved  # inf (a new vehicle) stays inf until the next measurement
+        self.travelled_m += np.where(np.isfinite(moved), moved, 0.0)
+        if self.handover.measurement_due(now_s):
+            self._follow_measured(now_s)
+        else:  # between measurements nothing is measured: no channel needs its gains
+            self._apply(self.handover.step(now_s, self._rsrp(), self._sinr))
         if self.sample_every_s is not None and now_s >= self._next_sample_s:
             self._sample(now_s)
             self._next_sample_s = now_s + self.sample_every_s
 
-    def _follow(self, due: np.ndarray) -> None:
-        """The LOS states, shadowing and coupling gains of the moving devices ``due`` (their
-        indices among the moving ones) at their new places."""
-        system, env = self.system, self.system.environment
-        rows = self.rows[due]
-        moved = self.pending_m[due]
-        self.pending_m[due] = 0.0
-        heights = _subset(self._heights, due)
-        geometry = site_geometry(system.layout, self.xy_m[rows], heights, env, self._image[due])
-        self.p_los[due], self._image[due] = geometry.p_los, geometry.image
-        los = self.los_state.advance_rows(due, moved, geometry.p_los)
-        device, site = np.nonzero(los != self.los[due])  # links whose LOS state flipped
-        if len(device):
-            flipped = los[device, site][:, None]
-            at = _subset(heights, device)
+    def _follow_measured(self, now_s: float) -> None:
+        """A measurement: the channels of the devices that moved a channel step since
+        theirs were re-evaluated (every site's at a cell search), then the handover."""
+        moved, self._unseen_m = self._unseen_m, np.zeros(len(self.rows))
+        self.los_state.move(slice(None), moved)
+        self.shadowing.move(slice(None), moved)
+        self.pending_m += moved
+        self.unsearched_m += moved
+        everything = np.empty(0, dtype=np.int64)
+        if self.handover.search_due(now_s):
+            everything = np.flatnonzero(self.unsearched_m >= self.step_m)
+            self.unsearched_m[everything] = 0.0
+            self.pending_m[everything] = 0.0
+        measured = np.flatnonzero(self.pending_m >= self.step_m)
+        self.pending_m[measured] = 0.0
+        links = self._links(everything, measured)
+        for start in range(0, len(links), BLOCK_LINKS):  # bounded temporaries
+            self._follow(links.subset(slice(start, start + BLOCK_LINKS)))
+        self._apply(self.handover.step(now_s, self._rsrp(), self._sinr, searched=everything))
+
+    def _links(self, everything: np.ndarray, measured: np.ndarray) -> Links:
+        """The links to re-evaluate: every site of the devices ``everything``, the sites of
+        their measured cells for ``measured``."""
+        layout = self.system.layout
+        mask = np.zeros((len(self.rows), layout.n_sites), dtype=bool)
+        if len(measured):
+            cells = self.handover.measured_cells[measured]
+            mask[measured[:, None], layout.cell_site[cells]] = True
+        mask[everything] = True
+        return Links.of(mask)
+
+    def _follow(self, links: Links) -> None:
+        """The LOS states, shadowing and coupling gains of the ``links`` (of the moving
+        devices) at the devices' new places."""
+        system, env, layout = self.system, self.system.environment, self.system.layout
+        flat, device, site = links.flat, links.device, links.site
+        rows = self.rows[device]
+        heights = self._one_height or _subset(self._heights, device)
+        o2i_db = np.zeros(1) if self._one_height else self.o2i_db[device]
+        image = self._image.reshape(-1)
+        geometry = site_geometry(layout, self.xy_m[rows], heights, env, image[flat], sites=site)
+        p_los = geometry.p_los[:, 0]
+        self.p_los.reshape(-1)[flat], image[flat] = p_los, geometry.image[:, 0]
+        los = self.los_state.advance_links(links, p_los)
+        flipped = np.flatnonzero(los != self.los.reshape(-1)[flat])
+        if len(flipped):
+            state = los[flipped][:, None]
+            at = heights if self._one_height else _subset(heights, flipped)
             self.shadowing.redraw_links(
-                due[device],
-                site,
-                shadowing_sigma_db(env, flipped, at)[:, 0],
-                decorrelation_distance_m(self._kind, flipped, at.indoor)[:, 0],
+                links.subset(flipped),
+                shadowing_sigma_db(env, state, at)[:, 0],
+                decorrelation_distance_m(self._kind, state, at.indoor)[:, 0],
+                los=los[flipped],
             )
-        self.los[due] = los
-        shadow = self.shadowing.advance_rows(due, moved)
+        self.los.reshape(-1)[flat] = los
+        shadow = self.shadowing.advance_links(links)
         if not env.shadowing:
             shadow = np.zeros_like(shadow)
         coupling, _ = coupling_gains(
-            system.layout, geometry, heights, env, los, shadow, self.o2i_db[due]
+            layout, geometry, heights, env, los[:, None], shadow[:, None], o2i_db
         )
-        devices = self.network.devices
-        devices.gain_db[rows] = coupling
-        self._gain_mw[due] = db_to_mw(coupling)
-        serving = devices.serving[rows]
-        devices.ul_power_db[rows] = system.ul_power_db(-coupling[np.arange(len(rows)), serving])
-        self.cells.follow(rows, devices.gain_db, devices.ul_power_db)
+        cells = site[:, None] * layout.sectors + np.arange(layout.sectors)
+        devices, n_cells = self.network.devices, layout.n_cells
+        devices.gain_db.reshape(-1)[rows[:, None] * n_cells + cells] = coupling
+        self._gain_mw.reshape(-1)[device[:, None] * n_cells + cells] = mw_of_db(coupling)
+        first = np.ones(len(device), dtype=bool)
+        first[1:] = device[1:] != device[:-1]
+        moved = rows[first]
+        serving = devices.serving[moved]
+        devices.ul_power_db[moved] = system.ul_power_db(-devices.gain_db[moved, serving])
+        self.cells.follow(moved, devices.gain_db, devices.ul_power_db)
 
-    def _hand_over(self, now_s: float, dt_s: float) -> None:
-        devices = self.network.devices
-        gain_db = devices.gain_db[self._block]
-        rsrp = self.system.dl_power_db + gain_db
-        events = self.handover.step(now_s, dt_s, rsrp, self._dl_sinr_db(gain_db))
-        self._apply(events)
+    def _rsrp(self) -> Rsrp:
+        """The moving devices' RSRP source: the BS's per-RB power + their gains now."""
+        gain_db = self.network.devices.gain_db[self._block]
+        power_db = self.system.dl_power_db
+
+        def rsrp(devices: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
+            if cells is None:
+                return power_db + gain_db[devices]
+            flat = cells + devices[:, None] * gain_db.shape[1]
+            return power_db + gain_db.reshape(-1)[flat]
+
+        return rsrp
+
+    def _sinr(self) -> np.ndarray:
+        return self._dl_sinr_db(self.network.devices.gain_db[self._block])
 
     def _dl_sinr_db(self, gain_db: np.ndarray) -> np.ndarray:
         """The moving devices' downlink SINR from their serving cells under the load now."""
@@ -223,7 +311,7 @@ class Motion:
         mw = self._gain_mw
         own = mw[np.arange(len(mw)), serving]
         occupancy = self.cells.occupancy[DL]
-        seen = np.maximum(mw @ occupancy - own * occupancy[serving], 0.0)
+        seen = np.maximum(mw @ occupancy.astype(mw.dtype) - own * occupancy[serving], 0.0)
         interference = self.cells.dl_power_mw * seen
         signal = self.system.dl_power_db + gain_db[np.arange(len(mw)), serving]
         return np.asarray(self.system.sinr_db(DL, signal, interference))
@@ -262,17 +350,39 @@ class Motion:
             self.timeline.record(now_s, "position", client=device, x_m=x, y_m=y)
 
     def client_totals(self, n: int) -> dict[str, np.ndarray]:
-        """Per-client handover counters for ``clients.parquet`` (0 for static devices)."""
+        """Per-client handover counters and distance travelled (m) for ``clients.parquet``
+        (0 for static devices)."""
         out = {}
         for name, values in (
             ("n_handovers", self.handover.n_handovers),
             ("n_ping_pongs", self.handover.n_ping_pongs),
             ("n_radio_link_failures", self.handover.n_failures),
+            ("travelled_m", self.travelled_m),
         ):
-            column = np.zeros(n, dtype=np.int64)
+            column = np.zeros(n, dtype=values.dtype)
             column[self.rows] = values
             out[name] = column
         return out
+
+
+def mw_of_db(db: np.ndarray) -> np.ndarray:
+    """10^(dB/10) in float32, through exp (a fifth of float64 power's cost; the moving
+    devices' gains in mW, to 1e-7 of their value)."""
+    return np.exp(np.asarray(db, dtype=np.float32) * np.float32(np.log(10.0) / 10.0))
+
+
+def _site_correlation(
+    env: Any, state: LargeScaleState, rows: np.ndarray, kind: str
+) -> dict[str, Any]:
+    """The shadowing's common parts of the moving devices (none: sites independent)."""
+    if state.shadowing_common_z is None:
+        return {}
+    d_cor = decorrelation_distance_m(kind, np.array([[True, False]]))  # LOS, NLOS: outdoors
+    return {
+        "site_correlation": env.site_correlation,
+        "common_z": state.shadowing_common_z[rows],
+        "common_d_cor_m": np.repeat(d_cor, len(rows), axis=0),
+    }
 
 
 def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
@@ -280,6 +390,15 @@ def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
     if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
         return slice(int(rows[0]), int(rows[-1]) + 1)
     return rows
+
+
+def _one_height(heights: DeviceHeights, o2i_db: np.ndarray) -> DeviceHeights | None:
+    """The devices' common height as a one-device :class:`DeviceHeights` when they are all
+    outdoors at one height without O2I loss (moving devices are), else None."""
+    h = heights.height_m
+    if not len(h) or heights.indoor.any() or np.any(h != h[0]) or np.any(o2i_db != 0):
+        return None
+    return DeviceHeights(h[:1], heights.indoor[:1], heights.indoor_distance_m[:1])
 
 
 def _subset(heights: DeviceHeights, rows: np.ndarray) -> DeviceHeights:

@@ -18,9 +18,13 @@ from ``shadowing_rng`` and each indoor device's O2I loss from ``o2i_rng``; each 
 read in device order, so the draws do not depend on how the devices are blocked.
 
 Correlation choices (documented in docs/radio.md): a link's LOS state and shadowing are
-drawn per (device, site) and shared by the site's sectors (they are co-located); they are
-independent across sites and devices (no spatial correlation of shadowing: the 3GPP
-large-scale calibration statistics do not depend on it). Under TR 38.901 indoor devices use
+drawn per (device, site) and shared by the site's sectors (they are co-located). The LOS
+states are independent across sites; the shadowing of two sites is correlated
+``site_correlation`` (TR 36.814 Table A.2.1.1-2: 0.5) through a common part per device and
+LOS state, z_ij = sqrt(r) C_i,los(ij) + sqrt(1 - r) E_ij, its draws taken from the shadowing
+stream after the links' (none with r = 0 or one site); devices are independent (no spatial
+correlation of shadowing in a drop: the 3GPP large-scale calibration statistics do not
+depend on it). Under TR 38.901 indoor devices use
 their outdoor 2D distance d2D-out = d2D - d2D-in for the LOS probability (Table 7.4.2-1);
 under TR 36.873 the full d2D (its phase-1 reference is reproduced within 0.4 dB at the
 median coupling loss that way, against 1.0 dB with d2D-out). The O2I loss applies to every
@@ -67,7 +71,8 @@ class Environment:
 
     ``o2i="mixed"`` uses TR 38.901's high-loss model for a ``high_loss_fraction`` of the
     indoor devices and the low-loss model for the rest; ``"tr36873"`` the 20 dB wall of
-    TR 36.873 with its 7 dB indoor shadowing.
+    TR 36.873 with its 7 dB indoor shadowing. ``site_correlation`` is the correlation of a
+    device's shadowing between two sites (:func:`link_gains`).
     """
 
     model: ChannelModel
@@ -79,6 +84,7 @@ class Environment:
     ue_gain_dbi: float = 0.0
     out_of_range: OutOfRange = "refuse"
     shadowing: bool = True
+    site_correlation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,7 @@ class LargeScaleState:
     los_uniform: np.ndarray  # (devices, sites)
     shadowing_db: np.ndarray  # (devices, sites)
     o2i_db: np.ndarray  # (devices,)
+    shadowing_common_z: np.ndarray | None = None  # (devices, 2) [LOS, NLOS], when correlated
 
 
 @dataclass(frozen=True)
@@ -198,7 +205,9 @@ def link_gains(
         }
     state = None
     if keep_state:
-        state = LargeScaleState(joined["los_uniform"], joined["site_shadowing"], o2i_db)
+        state = LargeScaleState(
+            joined["los_uniform"], joined["site_shadowing"], o2i_db, joined.get("common_z")
+        )
     return LinkGains(
         joined["coupling"],
         joined["serving"].astype(np.int64),
@@ -234,12 +243,22 @@ def site_geometry(
     heights: DeviceHeights,
     env: Environment,
     image_guess: np.ndarray | None = None,
+    sites: np.ndarray | None = None,
 ) -> SiteGeometry:
     """Distances and LOS probabilities of every (device, site) link (raises
     ``OutOfValidityError`` for a distance outside the model's validity unless clipping);
-    ``image_guess``: the devices' earlier ``image`` (:meth:`Layout.site_images`)."""
+    ``image_guess``: the devices' earlier ``image`` (:meth:`Layout.site_images`).
+
+    With ``sites``, row ``i`` is one link, from site ``sites[i]`` to the device at
+    ``xy[i]`` (of height ``heights`` row ``i``): every array is then ``(links, 1)``, which
+    :func:`coupling_gains` takes as devices of one site each (its sectors' cells)."""
     model = env.model
-    offsets, image = layout.site_images(xy, image_guess)  # (devices, sites, 2)
+    if sites is None:
+        offsets, image = layout.site_images(xy, image_guess)  # (devices, sites, 2)
+    else:
+        guess = None if image_guess is None else image_guess.ravel()
+        offsets, image = layout.link_images(xy, sites, guess)
+        offsets, image = offsets[:, None, :], image[:, None]
     distance = np.hypot(offsets[..., 0], offsets[..., 1])
     d2d = model.check_distance(distance, env.out_of_range)
     d2d_out = d2d
@@ -294,7 +313,8 @@ def coupling_gains(
     azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
     relative_az = azimuth[None] - layout.sector_boresight_deg[:, None, None]
     gain = env.antenna.gain_dbi(zenith_deg[None], relative_az)
-    coupling = (gain - site_loss[None]).transpose(1, 2, 0).reshape(len(d2d), layout.n_cells)
+    cells = d2d.shape[1] * layout.sectors  # every cell, or a link's sectors
+    coupling = (gain - site_loss[None]).transpose(1, 2, 0).reshape(len(d2d), cells)
     if env.ue_gain_dbi:
         coupling = coupling + env.ue_gain_dbi
     return coupling, pathloss
@@ -313,7 +333,13 @@ def _block_gains(
     geometry = site_geometry(layout, xy, heights, env)
     uniform = los_rng.random(geometry.d2d_m.shape)
     los = uniform < geometry.p_los
-    shadow_db = shadowing_rng.standard_normal(los.shape) * shadowing_sigma_db(env, los, heights)
+    z = shadowing_rng.standard_normal(los.shape)
+    common_z = None
+    if env.site_correlation > 0 and layout.n_sites > 1:
+        common_z = shadowing_rng.standard_normal((len(xy), 2))
+        r = env.site_correlation
+        z = np.sqrt(r) * np.where(los, common_z[:, :1], common_z[:, 1:]) + np.sqrt(1 - r) * z
+    shadow_db = z * shadowing_sigma_db(env, los, heights)
     if not env.shadowing:
         shadow_db = np.zeros_like(shadow_db)
     coupling, pathloss = coupling_gains(layout, geometry, heights, env, los, shadow_db, o2i_db)
@@ -330,6 +356,8 @@ def _block_gains(
     }
     if keep_state:
         out |= {"los_uniform": uniform, "site_shadowing": shadow_db}
+        if common_z is not None:
+            out["common_z"] = common_z
     return out
 
 

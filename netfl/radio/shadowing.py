@@ -39,6 +39,8 @@ Pure numpy over (devices, sites) arrays: one update of 1,000 devices x 19 sites 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 #: TR 38.901 Table 7.5-6 Part-1, shadow-fading correlation distance (m) by scenario and state.
@@ -81,15 +83,49 @@ def decorrelation_distance_m(
     return d
 
 
+@dataclass(frozen=True)
+class Links:
+    """Some (device, site) links of a ``(devices, sites)`` array, in row-major order: their
+    flat indices and their devices (flat indexing costs a quarter of a 2D index here)."""
+
+    flat: np.ndarray
+    device: np.ndarray
+    sites: int
+
+    @classmethod
+    def of(cls, mask: np.ndarray) -> Links:
+        """The links where a boolean ``(devices, sites)`` mask is set."""
+        flat = np.flatnonzero(mask)
+        return cls(flat, flat // mask.shape[1], mask.shape[1])
+
+    @property
+    def site(self) -> np.ndarray:
+        return self.flat - self.device * self.sites
+
+    def __len__(self) -> int:
+        return len(self.flat)
+
+    def subset(self, where: np.ndarray | slice) -> Links:
+        return Links(self.flat[where], self.device[where], self.sites)
+
+
 class _PathProcess:
-    """Standard Gaussian AR(1) processes along each device's path, one per (device, site):
+    """Standard Gaussian AR(1) processes along each device's path, one per (device, column):
     z <- rho z + sqrt(1 - rho^2) N(0, 1), rho = exp(-dd / d_cor).
 
-    With ``min_step_m`` > 0 a device's process moves only once it has gone that far since
-    its last move (the distance accumulates, so the correlation between the values it takes
-    stays exactly exp(-distance / d_cor)); in between the value is held. That trades a lag
-    of at most ``min_step_m`` along the path for fewer draws: a pedestrian at 1.4 m/s with
-    0.1 s updates and ``min_step_m = 1`` draws once in 7 updates.
+    Each device has an odometer (the distance it has moved, :meth:`move`), and each process
+    remembers the odometer reading at which it last moved; it moves only when asked
+    (:meth:`advance_rows` for whole rows, :meth:`advance_links` for given links), by all
+    the distance since then. The AR(1) is Markov, so a process sampled rarely keeps exactly
+    the correlation exp(-distance / d_cor) between the values it takes: a link nobody
+    looks at costs nothing until someone does (the radio update re-evaluates a moving
+    device's measured cells often and the others at each cell search, docs/mobility.md).
+
+    With ``min_step_m`` > 0 a process moves only once its device has gone that far since
+    it last moved (the correlation per distance is kept; the value lags by at most that
+    distance): a pedestrian at 1.4 m/s with 0.1 s updates and ``min_step_m = 1`` draws
+    once in 7 updates. ``dtype`` is the values' (float32 for moving devices: the values
+    differ from float64's by about 1e-7 of sigma); the odometers stay float64.
     """
 
     def __init__(
@@ -98,55 +134,113 @@ class _PathProcess:
         d_cor_m: float | np.ndarray,
         rng: np.random.Generator,
         min_step_m: float,
+        dtype: type = np.float64,
     ) -> None:
-        self.z = z
+        self.z: np.ndarray = np.array(z, dtype=dtype)
         self.d_cor_m = np.broadcast_to(np.asarray(d_cor_m, dtype=float), z.shape).copy()
         if np.any(self.d_cor_m <= 0):
             raise ValueError("d_cor_m must be positive")
-        self.rng = rng
+        self.rng, self.dtype = rng, dtype
         self.min_step_m = float(min_step_m)
-        self.pending_m = np.zeros(z.shape[0])
+        self.odometer_m = np.zeros(z.shape[0])
+        self.at_m = np.zeros(z.shape)  # each process's odometer reading when it last moved
 
-    def advance(self, moved_m: np.ndarray) -> np.ndarray:
-        """Move each device; return the rows (devices) whose values changed."""
-        return self.advance_rows(np.arange(len(self.pending_m)), moved_m)
-
-    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray) -> np.ndarray:
-        """Move the ``devices`` (ascending rows) by ``moved_m`` (one each; the others stay
-        where they are, exactly as :meth:`advance` with 0 for them would leave them);
-        return the rows whose values changed."""
+    def move(self, devices: np.ndarray | slice, moved_m: np.ndarray) -> None:
+        """The ``devices`` moved ``moved_m`` further (m, >= 0; inf: far away, so their
+        next values are drawn afresh). Nothing is drawn."""
         moved = np.asarray(moved_m, dtype=float)
-        if not (moved >= 0).all():  # NaN too
+        if moved.size and not moved.min() >= 0:  # NaN too
             raise ValueError("moved_m must be >= 0 (inf draws afresh)")
-        self.pending_m[devices] += moved
-        rows = devices[self.pending_m[devices] >= max(self.min_step_m, 1e-300)]
-        if not len(rows):
-            return rows
-        every = len(rows) == len(self.pending_m)  # the usual case: no fancy indexing
-        pick = slice(None) if every else rows
-        rho = np.exp(-self.pending_m[pick, None] / self.d_cor_m[pick])
-        innovation = self.rng.standard_normal((len(rows), self.z.shape[1]))
-        self.z[pick] = rho * self.z[pick] + np.sqrt(1.0 - rho * rho) * innovation
-        self.pending_m[pick] = 0.0
-        return rows
+        if moved.size and moved.max() == np.inf:
+            far = np.isinf(moved)
+            rows = np.arange(len(self.odometer_m))[devices][far]
+            self.at_m[rows] = -np.inf
+            moved = np.where(far, 0.0, moved)
+        self.odometer_m[devices] += moved
+
+    def advance(self, moved_m: np.ndarray) -> None:
+        """Move every device by ``moved_m`` and every process with it."""
+        self.move(slice(None), moved_m)
+        self._rows(slice(None))
+
+    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray | None = None) -> None:
+        """Move the ``devices`` (ascending rows) by ``moved_m`` (None: not again) and every
+        process of theirs to where they are; the other devices stay as they were."""
+        if moved_m is not None:
+            self.move(devices, moved_m)
+        every = len(devices) == len(self.odometer_m)  # the usual case: no fancy indexing
+        self._rows(slice(None) if every else devices)
+
+    def advance_links(self, links: Links) -> None:
+        """Move the processes of the ``links`` to where their devices are."""
+        flat, z, at = links.flat, self.z.reshape(-1), self.at_m.reshape(-1)
+        odometer = self.odometer_m[links.device]
+        pending = odometer - at[flat]
+        rho = self._rho(pending, self.d_cor_m.reshape(-1)[flat])
+        innovation = self.rng.standard_normal(len(flat), dtype=self.dtype)
+        z[flat] = rho * z[flat] + np.sqrt(1.0 - rho * rho) * innovation
+        at[flat] = self._reached(pending, odometer, at[flat]) if self.min_step_m else odometer
+
+    def _rows(self, rows: np.ndarray | slice) -> None:
+        odometer = self.odometer_m[rows, None]
+        pending = odometer - self.at_m[rows]
+        rho = self._rho(pending, self.d_cor_m[rows])
+        innovation = self.rng.standard_normal(rho.shape, dtype=self.dtype)
+        self.z[rows] = rho * self.z[rows] + np.sqrt(1.0 - rho * rho) * innovation
+        self.at_m[rows] = self._reached(pending, odometer, self.at_m[rows])
+
+    def _rho(self, pending_m: np.ndarray, d_cor_m: np.ndarray) -> np.ndarray:
+        """exp(-pending / d_cor) (0 after an infinite move); 1, the value held exactly,
+        where the process has not gone ``min_step_m`` yet."""
+        rho = np.exp(-(pending_m / d_cor_m).astype(self.dtype))
+        if self.min_step_m > 0:
+            rho[pending_m < self.min_step_m] = 1.0
+        return rho
+
+    def _reached(
+        self, pending_m: np.ndarray, odometer_m: np.ndarray, at_m: np.ndarray
+    ) -> np.ndarray:
+        """The odometer readings the processes are at now (held ones stay where they were)."""
+        if self.min_step_m > 0:
+            return np.where(pending_m < self.min_step_m, at_m, odometer_m)
+        return np.broadcast_to(odometer_m, pending_m.shape)
 
 
 class CorrelatedShadowing:
-    """Shadow fading of every (device, site) link, correlated along each trajectory.
+    """Shadow fading of every (device, site) link, correlated along each trajectory and
+    between the sites a device sees.
+
+        S_ij = sigma_ij (sqrt(r) C_i,k + sqrt(1 - r) E_ij),    k the LOS state of link ij,
+
+    with one path process E_ij per link and one C_i,k per device and LOS state, shared by
+    the device's links in that state; ``r = site_correlation``. Two links of a device in
+    the same state are correlated r (TR 36.814 Table A.2.1.1-2: 0.5 between sites; the
+    sectors of a site share its link: 1), and every part has the decorrelation distance of
+    its state, so along a path each link keeps exp(-d / d_cor) exactly. A link whose state
+    changes takes the new state's common part and a fresh E_ij: nothing carries over
+    across states (TR 38.901 Sec. 7.6.3.4). With r = 0 there is no common part (and no
+    draw for it): the sites are independent.
 
     Parameters
     ----------
     sigma_db
         ``(devices, sites)`` standard deviation of each link's shadowing, dB.
     d_cor_m
-        Decorrelation distance, m: a scalar or an array broadcasting to ``sigma_db``.
+        Decorrelation distance of each link, m: a scalar or an array broadcasting to
+        ``sigma_db``.
     rng
-        The shadowing stream (the innovations of every update come from it).
+        The shadowing stream (the initial parts when not given, and every innovation).
     initial_db
         The shadowing at t = 0 (the drop's); None draws it from ``rng``.
     min_step_m
-        Move a device's shadowing only once it has gone this far (0: at every update;
-        see :class:`_PathProcess`).
+        Move a device's shadowing only once it has gone this far (0: whenever asked; see
+        :class:`_PathProcess`).
+    site_correlation, los, common_z, common_d_cor_m
+        r; each link's LOS state ``(devices, sites)`` (which common part it takes); the
+        common parts at t = 0 ``(devices, 2)`` [LOS, NLOS] (None: drawn after the links');
+        their decorrelation distances (default ``d_cor_m``'s first column).
+    dtype
+        Of the values (float32 for moving devices).
 
     Examples
     --------
@@ -163,52 +257,121 @@ class CorrelatedShadowing:
         rng: np.random.Generator,
         initial_db: np.ndarray | None = None,
         min_step_m: float = 0.0,
+        *,
+        site_correlation: float = 0.0,
+        los: np.ndarray | None = None,
+        common_z: np.ndarray | None = None,
+        common_d_cor_m: np.ndarray | None = None,
+        dtype: type = np.float64,
     ) -> None:
         self.sigma_db = np.array(sigma_db, dtype=float)
-        if initial_db is None:
-            z = rng.standard_normal(self.sigma_db.shape)
-        else:
+        n = self.sigma_db.shape[0]
+        self._a, self._b = np.sqrt(site_correlation), np.sqrt(1.0 - site_correlation)
+        self.state = np.ones(self.sigma_db.shape, dtype=np.intp)  # 0: LOS, 1: NLOS
+        if los is not None:
+            self.state = np.where(np.asarray(los, dtype=bool), 0, 1)
+        site = rng.standard_normal(self.sigma_db.shape) if initial_db is None else None
+        self._common: _PathProcess | None = None
+        if site_correlation > 0:
+            if common_z is None:
+                common_z = rng.standard_normal((n, 2))
+            d_common = common_d_cor_m
+            if d_common is None:
+                d_common = np.broadcast_to(np.asarray(d_cor_m, dtype=float), self.sigma_db.shape)
+                d_common = np.repeat(d_common[:, :1], 2, axis=1)
+            self._common = _PathProcess(np.asarray(common_z), d_common, rng, min_step_m, dtype)
+        if site is None:
+            assert initial_db is not None
             initial = np.asarray(initial_db, dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
-                z = np.where(self.sigma_db > 0, initial / self.sigma_db, 0.0)
-        self._path = _PathProcess(z, d_cor_m, rng, min_step_m)
+                site = np.where(self.sigma_db > 0, initial / self.sigma_db, 0.0)
+            if self._common is not None and self._b > 0:
+                common = np.take_along_axis(self._common.z, self.state, axis=1)
+                site = (site - self._a * common) / self._b
+        self._site = _PathProcess(site, d_cor_m, rng, min_step_m, dtype)
 
     @property
     def d_cor_m(self) -> np.ndarray:
-        return self._path.d_cor_m
+        return self._site.d_cor_m
 
     @property
     def shadowing_db(self) -> np.ndarray:
         """Current shadowing of every link, dB ``(devices, sites)``."""
-        return self.sigma_db * self._path.z
+        return self.sigma_db * self._standard(slice(None))
+
+    def _standard(self, rows: np.ndarray | slice, site: np.ndarray | None = None) -> np.ndarray:
+        """The standardised shadowing of the links ``[rows, site]`` (every site of the
+        ``rows`` when ``site`` is None)."""
+        z = self._site.z[rows] if site is None else self._site.z[rows, site]
+        if self._common is None:
+            return z
+        c = self._common.z
+        if site is None:
+            common = np.take_along_axis(c[rows], self.state[rows], axis=1)
+        else:
+            common = c[rows, self.state[rows, site]]
+        return self._a * common + self._b * z
+
+    def _standard_links(self, links: Links) -> np.ndarray:
+        z = self._site.z.reshape(-1)[links.flat]
+        if self._common is None:
+            return z
+        common = self._common.z.reshape(-1)[2 * links.device + self.state.reshape(-1)[links.flat]]
+        return self._a * common + self._b * z
+
+    def move(self, devices: np.ndarray | slice, moved_m: np.ndarray) -> None:
+        """The ``devices`` moved ``moved_m`` further (:meth:`_PathProcess.move`)."""
+        self._site.move(devices, moved_m)
+        if self._common is not None:
+            self._common.move(devices, moved_m)
 
     def advance(self, moved_m: np.ndarray) -> np.ndarray:
         """Move each device by ``moved_m`` (m, ``(devices,)``; inf: a new independent draw)
         and return the shadowing of every link, dB."""
-        self._path.advance(moved_m)
+        self._site.advance(moved_m)
+        if self._common is not None:
+            self._common.advance(moved_m)
         return self.shadowing_db
 
-    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray) -> np.ndarray:
+    def advance_rows(self, devices: np.ndarray, moved_m: np.ndarray | None = None) -> np.ndarray:
         """Move only the ``devices`` (ascending rows, :meth:`_PathProcess.advance_rows`) and
         return their shadowing, dB ``(len(devices), sites)``."""
-        self._path.advance_rows(devices, moved_m)
-        return self.sigma_db[devices] * self._path.z[devices]
+        self._site.advance_rows(devices, moved_m)
+        if self._common is not None:
+            self._common.advance_rows(devices, moved_m)
+        return self.sigma_db[devices] * self._standard(devices)
+
+    def advance_links(self, links: Links) -> np.ndarray:
+        """Move the ``links`` to where their devices are and return their shadowing, dB."""
+        self._site.advance_links(links)
+        if self._common is not None:
+            device = links.device
+            first = np.ones(len(device), dtype=bool)
+            first[1:] = device[1:] != device[:-1]
+            self._common.advance_rows(device[first])
+        return self.sigma_db.reshape(-1)[links.flat] * self._standard_links(links)
 
     def redraw(self, links: np.ndarray, sigma_db: np.ndarray, d_cor_m: np.ndarray) -> None:
         """Draw the shadowing of the ``links`` (a boolean ``(devices, sites)`` mask) afresh
         with new sigma and d_cor (their LOS or O2I state changed)."""
-        links = np.asarray(links, dtype=bool)
-        device, site = np.nonzero(links)
-        self.redraw_links(device, site, np.asarray(sigma_db)[links], np.asarray(d_cor_m)[links])
+        mask = np.asarray(links, dtype=bool)
+        self.redraw_links(Links.of(mask), np.asarray(sigma_db)[mask], np.asarray(d_cor_m)[mask])
 
     def redraw_links(
-        self, device: np.ndarray, site: np.ndarray, sigma_db: np.ndarray, d_cor_m: np.ndarray
+        self,
+        links: Links,
+        sigma_db: np.ndarray,
+        d_cor_m: np.ndarray,
+        los: np.ndarray | None = None,
     ) -> None:
-        """:meth:`redraw` of the links ``(device[i], site[i])``, given in row-major order
-        (as ``np.nonzero`` lists them), with their new sigma and d_cor: the same draws."""
-        self.sigma_db[device, site] = sigma_db
-        self._path.d_cor_m[device, site] = d_cor_m
-        self._path.z[device, site] = self._path.rng.standard_normal(len(device))
+        """:meth:`redraw` of the ``links`` with their new sigma, d_cor and LOS state."""
+        flat, site = links.flat, self._site
+        self.sigma_db.reshape(-1)[flat] = sigma_db
+        site.d_cor_m.reshape(-1)[flat] = d_cor_m
+        if los is not None:
+            self.state.reshape(-1)[flat] = np.where(los, 0, 1)
+        site.z.reshape(-1)[flat] = site.rng.standard_normal(len(flat))
+        site.at_m.reshape(-1)[flat] = site.odometer_m[links.device]
 
 
 class CorrelatedLosState:
@@ -223,7 +386,7 @@ class CorrelatedLosState:
         LOS-state correlation distance, m (:data:`LOS_DECORRELATION_M`).
     rng
         The stream of the innovations.
-    min_step_m
+    min_step_m, dtype
         As for :class:`CorrelatedShadowing`.
     """
 
@@ -233,6 +396,7 @@ class CorrelatedLosState:
         d_cor_m: float | np.ndarray,
         rng: np.random.Generator,
         min_step_m: float = 0.0,
+        dtype: type = np.float64,
     ) -> None:
         # scipy.special only here, where mobility moves LOS states: a run or `netfl
         # validate` without it does not pay for its import
@@ -240,27 +404,37 @@ class CorrelatedLosState:
 
         self._ndtr = ndtr
         self._u = np.clip(np.asarray(uniform, dtype=float), 1e-300, 1 - 1e-16)
-        self._path = _PathProcess(ndtri(self._u), d_cor_m, rng, min_step_m)
+        self._path = _PathProcess(ndtri(self._u), d_cor_m, rng, min_step_m, dtype)
 
     @property
     def uniform(self) -> np.ndarray:
         """The current spatially consistent uniform U = Phi(G) of each link."""
         return self._u
 
+    def move(self, devices: np.ndarray | slice, moved_m: np.ndarray) -> None:
+        """The ``devices`` moved ``moved_m`` further (:meth:`_PathProcess.move`)."""
+        self._path.move(devices, moved_m)
+
     def advance(self, moved_m: np.ndarray, p_los: np.ndarray) -> np.ndarray:
         """Move each device by ``moved_m`` and return the LOS state of every link for the
         LOS probabilities ``p_los`` of its new position, ``(devices, sites)`` bool."""
-        rows = self._path.advance(moved_m)
-        if len(rows):
-            self._u[rows] = self._ndtr(self._path.z[rows])
+        self._path.advance(moved_m)
+        self._u[:] = self._ndtr(self._path.z)
         return self._u < np.asarray(p_los)
 
     def advance_rows(
-        self, devices: np.ndarray, moved_m: np.ndarray, p_los: np.ndarray
+        self, devices: np.ndarray, moved_m: np.ndarray | None, p_los: np.ndarray
     ) -> np.ndarray:
         """Move only the ``devices`` (ascending rows) and return their LOS states for their
         LOS probabilities ``p_los`` (``(len(devices), sites)``); the others' are unchanged."""
-        rows = self._path.advance_rows(devices, moved_m)
-        if len(rows):
-            self._u[rows] = self._ndtr(self._path.z[rows])
+        self._path.advance_rows(devices, moved_m)
+        self._u[devices] = self._ndtr(self._path.z[devices])
         return self._u[devices] < np.asarray(p_los)
+
+    def advance_links(self, links: Links, p_los: np.ndarray) -> np.ndarray:
+        """Move the ``links`` and return their LOS states for their LOS probabilities
+        ``p_los``."""
+        self._path.advance_links(links)
+        u = self._ndtr(self._path.z.reshape(-1)[links.flat])
+        self._u.reshape(-1)[links.flat] = u
+        return u < np.asarray(p_los)

@@ -63,6 +63,7 @@ class RadioSystem:
             config.ue_antenna_gain_dbi,
             config.out_of_range,
             config.shadowing,
+            config.shadowing_site_correlation,
         )
         self.air: AirInterface = air_interface(config)
         self.mappings = {d: rate_mapping(config, d) for d in (UL, DL)}

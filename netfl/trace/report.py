@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from channel_models.nr import TddPattern
 from netfl._version import __version__
 from netfl.errors import MissingDataError, NetflError
+from netfl.map.geometry import fluid_flow_crossings_per_m
 from netfl.rundir import prepare_output_dir, write_bytes, write_text
 from netfl.trace import compare, learning_plots, local_work, metrics, plots
 from netfl.trace.phases import PHASES
@@ -452,11 +453,26 @@ def _mobility_text(run: Run) -> str:
     handovers = int(moving["n_handovers"].sum())
     rate = handovers / (n * hours) if n and hours > 0 else float("nan")
     return (
-        f"Mobility: {n} moving devices made {handovers} handovers ({rate:.1f} per device-hour),"
+        f"Mobility: {n} moving devices made {handovers} handovers ({rate:.1f} per device-hour"
+        f"{_fluid_flow_text(run, moving, rate, n * hours)}),"
         f" {int(moving['n_ping_pongs'].sum())} of them ping-pongs, and"
         f" {int(moving['n_radio_link_failures'].sum())} radio link failures"
         " (the layout: their trajectories coloured by serving cell, x: handovers)."
     )
+
+
+def _fluid_flow_text(run: Run, moving: pd.DataFrame, rate: float, device_hours: float) -> str:
+    """The fluid-flow reference beside a measured handover rate: the cell boundaries the
+    devices' distance would cross with uniform directions and no shadowing, hysteresis or
+    time-to-trigger (:func:`netfl.map.geometry.fluid_flow_crossings_per_m`); a road's
+    vehicles cross at a rate that depends on its heading."""
+    if "travelled_m" not in moving or not device_hours > 0:
+        return ""
+    cell = run.scenario.cell
+    per_m = fluid_flow_crossings_per_m(cell.radius_m, cell.sectors)
+    reference = float(moving["travelled_m"].sum()) * per_m / device_hours
+    ratio = f", {rate / reference:.2f}x" if reference > 0 else ""
+    return f"; fluid-flow reference {reference:.1f}{ratio}"
 
 
 def _moving_groups(run: Run) -> set[str]:
