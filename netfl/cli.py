@@ -112,7 +112,13 @@ def _parser() -> argparse.ArgumentParser:
         "--print",
         dest="print_resolved",
         action="store_true",
-        help="print the resolved scenario (every default filled in) and its estimated memory",
+        help="print the resolved scenario (every default filled in), its load plan and its"
+        " estimated time, memory and disk as comments",
+    )
+    val.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only problems and warnings (the exit status says whether it is valid)",
     )
 
     lst = sub.add_parser(
@@ -254,17 +260,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         for line in exc.lines():
             print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.quiet:
+        return EXIT_OK
+    from netfl.forecast import forecast
     from netfl.planning import describe
 
+    lines = [*describe(scenario), *forecast(scenario).lines()]
     if args.print_resolved:
-        from netfl.resources import estimate_disk, estimate_memory
-
-        print(f"# Estimated memory: {estimate_memory(scenario).describe()}")
-        print(f"# Estimated run directory: {estimate_disk(scenario).describe()}")
         gpu = gpu_memory_line(scenario)
         if gpu is not None:
             print(f"# Estimated if trained on a GPU: {gpu}")
-        for line in describe(scenario):
+        for line in lines:
             print(f"# {line}")
         print(dump_scenario(scenario), end="")
     else:
@@ -272,7 +278,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             f"{source}: ok ({scenario.devices.n_clients} clients, strategy"
             f" '{scenario.selection.name}')"
         )
-        print("\n".join(describe(scenario)))
+        print("\n".join(lines))
         if scenario.learning is not None and scenario.learning.device == "cuda":
             print(gpu_memory_line(scenario))
     return EXIT_OK

@@ -2,16 +2,19 @@
 it leaves for FL transfers.
 
 ``netfl validate`` prints it for every scenario and ``netfl report`` tabulates it. For
-each direction of the cell (each cell of a layout: every background source runs in every
-cell), the *offered background load* is its RB-seconds per second over the direction's
-RBs, from :func:`netfl.radio.checks.offered_load` (FTP Model 1: λ E[S] E[1/r] / N_RB, TR
-36.814 A.2.1.3.1; a constant load its fraction; saturating full-buffer users infinity).
+each direction of the cells (every background source runs in every cell), the *expected
+background load* is the share of the RBs the background keeps busy at the operating point
+the cells settle at, each cell's load setting the interference the others see
+(:mod:`netfl.radio.background_load`, :mod:`netfl.radio.load_coupling`: the load-coupled
+fixed point of Siomina and Yuan 2012 with each other cell busy or idle as the engine has
+them), averaged over the cells that hold FL devices; over 1 the cells are overloaded (their
+demand exceeds their RBs). The *worst case* is the same demand with every other cell at
+full load (what ``netfl validate`` printed before issue 34): a bound, not where a run goes.
 The *capacity* is what the direction carries with every RB busy for users dropped in the
-cell like the background users: the same estimator applied to a probe source of 1 Mbit
-files at 1 Hz, C = 1 Mbit/s / load(probe) = N_RB / E[1/r] (estimated where the scenario
-has FTP traffic). *Room for FL* is what the background leaves, 1 - load of the RBs,
-(1 - load) C, and, with ``fl.model_size_bits``, the model transfers a second it could
-carry. These are planning figures for a typical user of the
+cell like the background users, at the operating point: ``N_RB / E[RB-seconds a bit]``
+(estimated where the scenario has FTP traffic). *Room for FL* is what the background
+leaves, 1 - load of the RBs, (1 - load) C, and, with ``fl.model_size_bits``, the model
+transfers a second it could carry. These are planning figures for a typical user of the
 cell, not a promise: FL devices sit where their groups put them, and under a sharing
 scheduler an FL transfer gets its share even in a loaded cell.
 """
@@ -20,15 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from netfl.config import Scenario
-from netfl.config.dist import Constant
 from netfl.config.radio import LteRadioConfig, NrRadioConfig
-from netfl.config.traffic import FtpSource, TrafficConfig
+
+if TYPE_CHECKING:
+    from netfl.radio.background_load import BackgroundLoad
 
 DIRECTIONS = ("uplink", "downlink")
-PROBE_FILE_BITS = 1.0e6
-"""File size of the capacity probe (1 Mbit at 1 Hz: its offered load is 1 Mbit/s over C)."""
 
 
 @dataclass(frozen=True)
@@ -40,12 +43,14 @@ class DirectionLoad:
     direction: str
     rb_count: int
     background_fraction: float
-    """Offered background load over capacity (0: none; may exceed 1; inf: saturated)."""
+    """Expected background load: its demand over the RBs at the operating point (0: none;
+    over 1: overloaded; inf: saturated)."""
     capacity_bps: float | None
     """Bit/s the direction carries with every RB busy (None: not estimated)."""
     keys: tuple[str, ...]
-    """The scenario keys behind the background load."""
     model_size_bits: float | None = None
+    worst_case_fraction: float | None = None
+    """The demand with every other cell at full load (None: as expected, one cell)."""
 
     @property
     def room_fraction(self) -> float:
@@ -72,9 +77,12 @@ class DirectionLoad:
         of = f"{_rate(self.capacity_bps)} ({self.rb_count} RBs)"
         if self.capacity_bps is None:
             of = f"its {self.rb_count} RBs"
+        worst = ""
+        if self.worst_case_fraction is not None and self.background_fraction > 0:
+            worst = f", {_percent(self.worst_case_fraction)} if every other cell were full"
         text = (
             f"{self.direction}, {self.cells}: background {_percent(self.background_fraction)}"
-            f"{keys} of {of}; "
+            f"{worst}{keys} of {of}; "
         )
         if self.room_fraction <= 0.0:
             return text + "FL room: none (the background alone fills the direction)"
@@ -94,48 +102,47 @@ def load_plan(scenario: Scenario) -> list[DirectionLoad]:
     fixed``, whose devices have their own constant rates and share nothing).
 
     The capacity in bit/s is estimated where the scenario has FTP background traffic (whose
-    load the radio estimates from a drop of users anyway); without it, the load and the
-    room are fractions of the RBs only, so ``netfl validate`` of a scenario without such
-    traffic stays as light as before (no topology or user drop is built).
+    load the radio estimates from a drop of users anyway); without background traffic no
+    topology or user drop is built, so ``netfl validate`` of such a scenario stays light.
     """
-    from netfl.radio.checks import offered_load
-
     radio = scenario.radio
     if not isinstance(radio, LteRadioConfig):
         return []
-    offered = offered_load(scenario)
-    with_users = any(isinstance(s, FtpSource) for s in scenario.traffic.sources)
+    loads = _loads(scenario)
+    several = scenario.cell.sites * scenario.cell.sectors > 1
     rows = []
     for direction in DIRECTIONS:
-        share, keys = offered[direction]
         link = radio.uplink if direction == "uplink" else radio.downlink
+        load = loads.get(direction)
+        share, worst, capacity = 0.0, None, None
+        keys: tuple[str, ...] = ()
+        if load is not None:
+            share = load.over_fl_cells(load.demand)
+            worst = load.over_fl_cells(load.worst_case) if several else None
+            capacity, keys = load.capacity_bps, load.keys
         rows.append(
             DirectionLoad(
                 cells=cell_kind(scenario),
                 direction=direction,
                 rb_count=link.rb_count,
                 background_fraction=share,
-                capacity_bps=_capacity_bps(scenario, direction) if with_users else None,
+                capacity_bps=capacity,
                 keys=tuple(keys),
                 model_size_bits=scenario.fl.model_size_bits,
+                worst_case_fraction=worst,
             )
         )
     return rows
 
 
-def _capacity_bps(scenario: Scenario, direction: str) -> float:
-    """N_RB / E[1/r]: the radio's offered-load estimator on a probe of 1 Mbit files at 1 Hz."""
-    from netfl.radio.checks import offered_load
+def _loads(scenario: Scenario) -> dict[str, BackgroundLoad]:
+    """:func:`netfl.radio.background_load.background_load`, without importing the radio
+    for a scenario without background traffic."""
+    if not scenario.traffic.sources:
+        return {}
+    from netfl.radio.background_load import background_load
 
-    probe = FtpSource(
-        kind="ftp1",
-        direction=direction,
-        arrival_rate_hz=1.0,
-        file_size_bits=Constant(value=PROBE_FILE_BITS),
-    )
-    alone = scenario.model_copy(update={"traffic": TrafficConfig(sources=[probe])})
-    share = offered_load(alone)[direction][0]
-    return 0.0 if math.isinf(share) else PROBE_FILE_BITS / share
+    return background_load(scenario)
 
 
 def cell_kind(scenario: Scenario) -> str:
@@ -160,8 +167,8 @@ def describe(scenario: Scenario) -> list[str]:
             " capacity, no background traffic"
         ]
     head = (
-        "load (background traffic offered over the capacity for users dropped in the cell;"
-        " FL room: the capacity it leaves):"
+        "load (background traffic's share of the RBs where the cells settle, each cell's"
+        " load setting the interference the others see; FL room: the capacity it leaves):"
     )
     return [head, *(f"  {row.line()}" for row in rows)]
 

@@ -110,8 +110,32 @@ import pyarrow and pandas; a test keeps the two equal)."""
 BASE_BYTES = 300 * 2**20
 """Python with numpy, pydantic, SimPy and pyarrow before the first round (torch adds more)."""
 
+LEARNING_BYTES = 130 * 2**20
+"""What real training adds before the first round: torch, the dataset and the learner
+(measured: ``netfl simulate quickstart`` peaks at 430 MiB, against 300 MiB for a run
+without learning of the same cell; docs/benchmarks.md, "How long, how much")."""
+
+BYTES_PER_EXTRA_ROW = 400
+"""Peak resident bytes per timeline row of a background transfer or a position, with the
+copies made when writing: their three or four value columns are stored per row
+(async_compare with 200 devices over 2,400 s: 637,000 rows, 450,000 of them background
+transfers, peaked at 684 MiB)."""
+
+BYTES_PER_STRATEGY_ROW = 26
+"""Resident bytes per row of the strategy's scores held (:mod:`netfl.recorder.strategy`)."""
+
+DISK_BYTES_PER_STRATEGY_ROW = 6
+"""``strategy.parquet``, bytes a row (RBCS-F's scores on compare_selection: 6.2 B; its
+backlogs of 2,000 devices, mostly 0: 1.3 B)."""
+
+DISK_BYTES_PER_ASKED_ROW = 2
+"""A ``request`` or ``response`` row of the timeline on disk: sequential ids at one time
+compress to about 1 B a row in Parquet, and as much again in the streamed parts (a run
+asking 500 of 2,000 devices a round: 3.8 B a row in all, most of them asked devices')."""
+
 ROWS_PER_ASKED_DEVICE = 2
 ROWS_PER_SELECTED_CLIENT = 7
+ROWS_PER_COLD_START = 2
 ROWS_PER_ROUND = 4
 ROWS_PER_RUN = 1
 
@@ -130,10 +154,13 @@ class MemoryEstimate:
     moving_bytes: int = 0
     """The moving devices' channel and handover state (:func:`moving_bytes_per_device`)."""
 
+    base_bytes: int = BASE_BYTES
+    """Python and the libraries (with torch, the dataset and the learner under learning)."""
+
     @property
     def total_bytes(self) -> int:
         return (
-            BASE_BYTES
+            self.base_bytes
             + self.population_bytes
             + self.timeline_bytes
             + self.model_bytes
@@ -149,10 +176,10 @@ class MemoryEstimate:
         if self.timeline_rows_held < self.timeline_rows:
             held = f", {self.timeline_rows_held:,} held at a time"
         return (
-            f"about {format_bytes(self.total_bytes)} (population"
+            f"about {format_bytes(self.total_bytes)} peak (population"
             f" {format_bytes(self.population_bytes)}, timeline {self.timeline_rows:,} rows"
             f"{held} {format_bytes(self.timeline_bytes)}{model}, Python and libraries"
-            f" {format_bytes(BASE_BYTES)})"
+            f" {format_bytes(self.base_bytes)})"
         )
 
 
@@ -197,15 +224,16 @@ def synthetic_dataset_bytes(scenario: Scenario) -> int:
     return math.ceil(min(samples * (params.n_features + 1) * 8, 2.0**80))
 
 
-def _rows_per_round(scenario: Scenario) -> tuple[int, int]:
+def rows_per_round(scenario: Scenario) -> tuple[int, int]:
     """(timeline rows a round, clients selected a round): a round of the synchronous
     protocols, a version of the asynchronous ones, a cloud round of the hierarchical."""
     n_devices = scenario.devices.n_clients
     fl = scenario.fl
     selected = min(math.ceil(fl.clients_per_round * (1 + fl.over_selection)), n_devices)
     asked = math.ceil(n_devices * fl.request_fraction)
-    rows_per_round = (
-        ROWS_PER_ASKED_DEVICE * asked + ROWS_PER_SELECTED_CLIENT * selected + ROWS_PER_ROUND
+    per_client = ROWS_PER_SELECTED_CLIENT + ROWS_PER_COLD_START * _cold_share(scenario)
+    rows_per_round = math.ceil(
+        ROWS_PER_ASKED_DEVICE * asked + per_client * selected + ROWS_PER_ROUND
     )
     if fl.protocol == "hierarchical":
         # kappa2 edge rounds, each a request and every edge's selection (an edge a cell).
@@ -225,27 +253,71 @@ def _rows_per_round(scenario: Scenario) -> tuple[int, int]:
     return rows_per_round, selected
 
 
-def estimate_memory(scenario: Scenario) -> MemoryEstimate:
-    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn)."""
+def _asked_a_round(scenario: Scenario) -> float:
+    """Devices asked a round (a version: once every concurrency starts)."""
+    fl = scenario.fl
+    asked = math.ceil(scenario.devices.n_clients * fl.request_fraction)
+    if fl.is_async:
+        starts = min(fl.concurrency_in_force, scenario.devices.n_clients)
+        return asked * fl.buffer_in_force / starts
+    if fl.protocol == "hierarchical":
+        return asked * fl.kappa2
+    return asked
+
+
+def _cold_share(scenario: Scenario) -> float:
+    """The share of selected clients that pay a cold start (its two rows): those not
+    selected in the previous round, where any group has one."""
+    if not any(_may_be_positive(g.cold_start_s) for g in scenario.devices.groups):
+        return 0.0
+    return 1.0 - min(1.0, scenario.fl.clients_per_round / scenario.devices.n_clients)
+
+
+def _may_be_positive(dist: object) -> bool:
+    value = getattr(dist, "value", None)
+    return value is None or value > 0
+
+
+def estimate_memory(
+    scenario: Scenario,
+    rounds: float | None = None,
+    extra_rows: int = 0,
+    model_bits: float | None = None,
+    strategy_rows: int = 0,
+) -> MemoryEstimate:
+    """The :class:`MemoryEstimate` of ``scenario`` (nothing is built or drawn): over
+    ``rounds`` rounds (default ``fl.rounds``, or one), with ``extra_rows`` timeline rows
+    besides the protocol's over the run (background transfers, positions) and
+    ``strategy_rows`` of scores; ``model_bits`` the model's size when ``fl.model_size_bits``
+    does not say."""
     n_devices = scenario.devices.n_clients
     fl = scenario.fl
-    rows_per_round, selected = _rows_per_round(scenario)
-    rounds = fl.rounds if fl.rounds is not None else 1
+    rows_per_round_, selected = rows_per_round(scenario)
+    rounds = rounds if rounds is not None else (fl.rounds if fl.rounds is not None else 1)
+    bits = fl.model_size_bits if fl.model_size_bits is not None else model_bits
     model_bytes = 0
-    if scenario.learning is not None and fl.model_size_bits is not None:
-        model_bytes = math.ceil(fl.model_size_bits / 8) * (selected + 2)
-    rows = rows_per_round * rounds + ROWS_PER_RUN
+    if scenario.learning is not None and bits is not None:
+        model_bytes = math.ceil(bits / 8) * (selected + 2)
+    protocol = math.ceil(rows_per_round_ * rounds)
+    rows = protocol + extra_rows + ROWS_PER_RUN
     # Rows are written out at a round's end once TIMELINE_PART_ROWS are held (the last
     # round's rows, and the final evaluation's, stay until the end).
-    held = min(rows, TIMELINE_PART_ROWS - 1 + rows_per_round + ROWS_PER_RUN)
+    extra_a_round = extra_rows / max(rounds, 1.0)
+    held = min(
+        rows, math.ceil(TIMELINE_PART_ROWS - 1 + rows_per_round_ + extra_a_round) + ROWS_PER_RUN
+    )
+    extra_held = math.ceil(held * extra_rows / rows) if rows else 0
+    timeline = (held - extra_held) * BYTES_PER_TIMELINE_ROW + extra_held * BYTES_PER_EXTRA_ROW
+    scores = min(strategy_rows, TIMELINE_PART_ROWS) * BYTES_PER_STRATEGY_ROW
     layout = math.ceil(n_devices * layout_bytes_per_device(scenario.cell, n_devices))
     moving = sum(g.count for g in scenario.devices.groups if g.mobility.model != "static")
     return MemoryEstimate(
         population_bytes=layout + synthetic_dataset_bytes(scenario),
-        timeline_bytes=held * BYTES_PER_TIMELINE_ROW,
+        timeline_bytes=timeline + scores,
         model_bytes=model_bytes,
         timeline_rows=rows,
         timeline_rows_held=held,
+        base_bytes=BASE_BYTES + (LEARNING_BYTES if scenario.learning is not None else 0),
         moving_bytes=moving * moving_bytes_per_device(scenario.cell),
     )
 
@@ -318,33 +390,48 @@ class DiskEstimate:
     clients_bytes: int
     timeline_rows: int
     rounds_known: bool
-    """False when ``fl.rounds`` is not set (a time budget): one round is counted."""
+    """False when the rounds are neither set (a time budget) nor estimated: one round is
+    counted."""
+    strategy_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
-        return self.timeline_bytes + self.rounds_bytes + self.clients_bytes
+        return self.timeline_bytes + self.rounds_bytes + self.clients_bytes + self.strategy_bytes
 
     def describe(self) -> str:
         per = "" if self.rounds_known else " for the first round (fl.rounds not set)"
+        scores = f", strategy {format_bytes(self.strategy_bytes)}" if self.strategy_bytes else ""
         return (
             f"about {format_bytes(self.total_bytes)}{per} (timeline {self.timeline_rows:,}"
             f" rows {format_bytes(self.timeline_bytes)}, rounds"
-            f" {format_bytes(self.rounds_bytes)}, clients {format_bytes(self.clients_bytes)})"
+            f" {format_bytes(self.rounds_bytes)}, clients {format_bytes(self.clients_bytes)}"
+            f"{scores})"
         )
 
 
-def estimate_disk(scenario: Scenario) -> DiskEstimate:
-    """The :class:`DiskEstimate` of ``scenario``'s run directory (nothing is built)."""
+def estimate_disk(
+    scenario: Scenario,
+    rounds: float | None = None,
+    extra_rows: int = 0,
+    strategy_rows: int = 0,
+) -> DiskEstimate:
+    """The :class:`DiskEstimate` of ``scenario``'s run directory (nothing is built): over
+    ``rounds`` rounds (default ``fl.rounds``, or the first round), with ``extra_rows``
+    timeline rows besides the protocol's and ``strategy_rows`` of scores."""
     fl = scenario.fl
-    rows_per_round, selected = _rows_per_round(scenario)
-    rounds = fl.rounds if fl.rounds is not None else 1
-    rows = rows_per_round * rounds + ROWS_PER_RUN
+    rows_per_round_, selected = rows_per_round(scenario)
+    known = rounds is not None or fl.rounds is not None
+    rounds = rounds if rounds is not None else (fl.rounds if fl.rounds is not None else 1)
+    rows = math.ceil(rows_per_round_ * rounds) + extra_rows + ROWS_PER_RUN
+    asked = math.ceil(ROWS_PER_ASKED_DEVICE * _asked_a_round(scenario) * rounds)
     return DiskEstimate(
-        timeline_bytes=rows * DISK_BYTES_PER_TIMELINE_ROW,
-        rounds_bytes=rounds * (DISK_BYTES_PER_ROUND_ROW + 16 * selected),
+        timeline_bytes=(rows - asked) * DISK_BYTES_PER_TIMELINE_ROW
+        + asked * DISK_BYTES_PER_ASKED_ROW,
+        rounds_bytes=math.ceil(rounds * (DISK_BYTES_PER_ROUND_ROW + 16 * selected)),
         clients_bytes=scenario.devices.n_clients * DISK_BYTES_PER_CLIENT_ROW,
         timeline_rows=rows,
-        rounds_known=fl.rounds is not None,
+        rounds_known=known,
+        strategy_bytes=strategy_rows * DISK_BYTES_PER_STRATEGY_ROW,
     )
 
 

@@ -56,9 +56,10 @@ def test_radio_warnings_are_one_line_without_python_s_prefix(capsys):
         == 0
     )
     err = capsys.readouterr().err
+    settled, worst = (part.split("%")[0] for part in err.split(" is ", 1)[1].split("(", 1))
     assert err.splitlines() == [
         "warning: traffic.sources.0.arrival_rate_hz: background load in the downlink is"
-        f" {err.split(' is ', 1)[1].split('%')[0]}% of its capacity: FL transfers may never"
-        " finish (rounds end at the deadline)"
+        f" {settled}% of its capacity where it settles ({worst}% with every other cell at"
+        " full load): FL transfers may never finish (rounds end at the deadline)"
     ]
     assert "RadioWarning" not in err and ".py:" not in err

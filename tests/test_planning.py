@@ -114,7 +114,12 @@ def test_a_run_takes_the_planned_share_of_the_downlink(tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     measured = summary["rb_utilisation_dl"] - summary["rb_utilisation_dl_fl"]
     assert measured == pytest.approx(planned, rel=0.1)
-    # netfl report's load table is the plan of the run's resolved scenario.
+    # One cell, which carries FL: the background's share there is the same figure.
+    assert summary["rb_utilisation_dl_background"] == pytest.approx(measured, rel=1e-9)
+    # netfl report's load table is the plan of the run's resolved scenario, beside what
+    # the run realised.
     table = load_table(Run(run)).set_index("direction")
     assert table.loc["downlink", "background_fraction"] == pytest.approx(planned)
+    assert table.loc["downlink", "realised_background_fraction"] == pytest.approx(measured)
+    assert table.loc["uplink", "realised_background_fraction"] == pytest.approx(0.0, abs=1e-12)
     assert table.loc["uplink", "fl_room_fraction"] == 1.0

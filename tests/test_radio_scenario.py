@@ -18,10 +18,10 @@ import simpy
 from channel_models.itu_m2135 import UMI_NLOS
 from netfl.cli import main
 from netfl.errors import RadioWarning, ScenarioError
+from netfl.radio.background_load import MIN_USERS, PLANNING_SEED, background_load
 from netfl.radio.build import build_radio, radio_system
 from netfl.radio.cells import DL, UL
-from netfl.radio.checks import offered_load
-from netfl.radio.traffic import nominal_user_rates
+from netfl.radio.system import drop_users
 from netfl.recorder.timeline import Timeline
 from netfl.rng import Streams
 from netfl.scenario import load_scenario, scenario_from_data
@@ -157,20 +157,27 @@ def test_background_load_at_capacity_with_deadline_warns():
         scenario_from_data(light)
 
 
-def test_offered_load_counts_only_background_users_with_coverage():
+def test_background_load_counts_only_background_users_with_coverage():
     """Users without coverage (rate 0 under lte_cqi at the edge of a 2 km cell) are never
     drawn (CellUsers skips them): they must not make the estimate infinite."""
     data = _base(traffic={"sources": [{**OVERLOAD["sources"][0], "arrival_rate_hz": 0.01}]})
     data["cell"]["radius_m"] = 2000.0
     data["radio"]["rate_mapping"] = {"kind": "lte_cqi"}
     scenario = scenario_from_data(data)
-    rates = nominal_user_rates(radio_system(scenario), "ul", 4000, np.random.default_rng(12345))
+    system = radio_system(scenario)
+    rng = np.random.default_rng(PLANNING_SEED)  # the planning's drop, redone
+    gains = system.gains(drop_users(system, MIN_USERS, rng), rng, rng, rng)
+    loss = gains.coupling_loss_db
+    snr = system.ul_power_db(loss) - loss - system.noise_db[UL]
+    rates = system.rate_per_rb(UL, snr)
     assert np.any(rates == 0)  # the case this test is about
-    share, _ = offered_load(scenario)["uplink"]
-    # λ E[S] E[1/r | r > 0] / n_rb, with E[S] = 4e6 bit (0.5 MB, constant) and 50 RBs
-    # (10 MHz); the estimate draws the same 4,000 users from the same fixed stream.
+    share = background_load(scenario)["uplink"].expected[0]
+    # One cell, nothing to interfere: λ E[S] E[1/r | r > 0] / n_rb, with E[S] = 4e6 bit
+    # (0.5 MB, constant) and 50 RBs (10 MHz); the plan reads the rates from a table over
+    # SINR at the nearest 0.02 dB (lte_cqi is a staircase: the few users within 0.01 dB of
+    # a step take its other side; 0.6% with these 129 covered users), hence the tolerance.
     covered = rates[rates > 0]
-    assert share == pytest.approx(0.01 * 4e6 * np.mean(1 / covered) / 50, rel=1e-9)
+    assert share == pytest.approx(0.01 * 4e6 * np.mean(1 / covered) / 50, rel=1e-2)
     assert 0 < share < 1
 
 

@@ -43,11 +43,23 @@ def test_a_population_that_cannot_fit_is_refused_at_validate(capsys) -> None:
     assert format_bytes(population) == "82.4 TiB"
 
 
-def test_validate_print_shows_the_estimate(capsys) -> None:
+def test_validate_shows_the_estimates_with_and_without_print(capsys) -> None:
+    """Plain validate prints the time, memory and disk lines of the forecast (issue 34);
+    --print puts them as comments above the resolved scenario."""
+    from netfl.forecast import forecast
+
+    lines = forecast(load_scenario("quickstart")).lines()
+    assert main(["validate", "quickstart"]) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert plain[-3:] == lines
+    assert lines[1] == f"memory: {forecast(load_scenario('quickstart')).memory.describe()}"
     assert main(["validate", "quickstart", "--print"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    estimate = estimate_memory(load_scenario("quickstart"))
-    assert first == f"# Estimated memory: {estimate.describe()}"
+    printed = capsys.readouterr().out.splitlines()
+    commented = [f"# {line}" for line in lines]
+    assert commented[0] in printed
+    start = printed.index(commented[0])
+    assert printed[start : start + 3] == commented
+    assert printed[start + 3].startswith("# Resolved scenario")
 
 
 def test_timeline_rows_match_a_run(tmp_path: Path) -> None:

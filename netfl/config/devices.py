@@ -291,3 +291,19 @@ class DevicesConfig(StrictModel):
     @property
     def n_clients(self) -> int:
         return sum(g.count for g in self.groups)
+
+    @property
+    def mean_availability(self) -> float:
+        """The devices' mean share of time available: Bernoulli ``p``, Markov ``on / (on +
+        off)`` (its stationary share), always or a trace 1 (a trace's share is in its
+        file)."""
+        total = 0.0
+        for group in self.groups:
+            model = group.availability
+            share = 1.0
+            if isinstance(model, BernoulliAvailability):
+                share = model.p
+            elif isinstance(model, MarkovAvailability):
+                share = model.mean_on_s / (model.mean_on_s + model.mean_off_s)
+            total += share * group.count
+        return total / self.n_clients

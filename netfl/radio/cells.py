@@ -351,6 +351,18 @@ class Cells:
     def utilisation(self, direction: str, fl_only: bool = False) -> float:
         return float(np.mean([s.utilisation(fl_only) for s in self.schedulers[direction]]))
 
+    def background_utilisation(self, direction: str) -> float:
+        """Time-average share of the RBs that background traffic (its flows and the
+        reserved load) used, averaged over the cells that carried FL transfers in
+        ``direction`` (NaN where none did): the load FL met, to set against the
+        planning's expected load (:mod:`netfl.planning`)."""
+        shares = [
+            s.utilisation() - s.utilisation(fl_only=True)
+            for s in self.schedulers[direction]
+            if s.rb_seconds_fl > 0
+        ]
+        return float(np.mean(shares)) if shares else float("nan")
+
 
 class LinkTable:
     """The links of one direction in flight: their flows and, in slot-indexed numpy

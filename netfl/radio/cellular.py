@@ -162,11 +162,12 @@ class CellularNetwork:
 
     def summary(self) -> dict[str, float]:
         """Radio figures for ``summary.json``: time-average RB utilisation per direction,
-        averaged over the cells."""
+        averaged over the cells, and the background's in the cells that carried FL."""
         out: dict[str, float] = {}
         for name in (UL, DL):
             out[f"rb_utilisation_{name}"] = self.cells.utilisation(name)
             out[f"rb_utilisation_{name}_fl"] = self.cells.utilisation(name, fl_only=True)
+            out[f"rb_utilisation_{name}_background"] = self.cells.background_utilisation(name)
         return out
 
     # -- flows --------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Called from :func:`netfl.validation.scenario_problems`. Each problem names the key to fix:
 a path-loss model outside its validity (frequency, distances, the LOS breakpoint with a
-1 m UE), background load at or above a direction's capacity (an error without a
-deadline or time budget, since uploads may then never finish; a :class:`RadioWarning`
-otherwise), and block fading under a rate mapping with a floor without a deadline.
+1 m UE), background load at or above a direction's capacity where the cells settle (an
+error without a deadline or time budget, since uploads may then never finish; a
+:class:`RadioWarning` otherwise), and block fading under a rate mapping with a floor
+without a deadline.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from netfl.config import Scenario
 from netfl.config.cell import CellConfig
 from netfl.config.mobility import MEASURED_CELLS_MINIMUM
 from netfl.config.radio import RB_BANDWIDTH_HZ, LteRadioConfig
-from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
 from netfl.errors import Problem, RadioWarning, ScenarioError
 from netfl.map.layout import layout_from_config
 from netfl.radio.link import rate_mapping
@@ -201,47 +201,6 @@ def _distance_problems(scenario: Scenario, name: str, channel: ChannelModel) -> 
     return problems
 
 
-def offered_load(scenario: Scenario) -> dict[str, tuple[float, list[str]]]:
-    """Background load per direction as a fraction of its RBs, and the keys behind it.
-
-    FTP Model 1 offers ``λ E[S] E[1/r]`` RB-seconds per second (``r``: the rate per RB of a
-    background user with coverage, averaged over drops with a fixed stream; users without
-    coverage are never drawn, see :class:`~netfl.radio.traffic.CellUsers`) of the centre
-    cell at the nominal load (the other cells transmitting); a constant load its fraction;
-    full-buffer users saturate a ``fifo`` cell when their caps cover its RBs.
-    """
-    from netfl.radio.build import radio_system
-    from netfl.radio.traffic import nominal_user_rates
-
-    config = scenario.radio
-    assert isinstance(config, LteRadioConfig)
-    load: dict[str, tuple[float, list[str]]] = {"uplink": (0.0, []), "downlink": (0.0, [])}
-    system = None
-    # A fixed estimation stream: whether a scenario is overloaded must not depend on its seed.
-    rng = np.random.default_rng(12345)
-    for index, source in enumerate(scenario.traffic.sources):
-        link = config.uplink if source.direction == "uplink" else config.downlink
-        key = f"traffic.sources.{index}"
-        if isinstance(source, ConstantLoadSource):
-            share, key = source.load_fraction, f"{key}.load_fraction"
-        elif isinstance(source, FtpSource):
-            system = system or radio_system(scenario)
-            direction = "ul" if source.direction == "uplink" else "dl"
-            rates = nominal_user_rates(system, direction, 4000, rng)
-            covered = rates[rates > 0]
-            size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
-            inverse = float(np.mean(1.0 / covered)) if covered.size else math.inf
-            share = source.arrival_rate_hz * size * inverse / link.rb_count
-            key = f"{key}.arrival_rate_hz"
-        elif isinstance(source, FullBufferSource):
-            cap = source.rb_per_flow or link.rb_count
-            saturates = link.scheduler == "fifo" and source.users * cap >= link.rb_count
-            share, key = (math.inf if saturates else 0.0), f"{key}.users"
-        total, keys = load[source.direction]
-        load[source.direction] = (total + share, [*keys, key])
-    return load
-
-
 def _block_fading_problems(scenario: Scenario) -> list[Problem]:
     """Under ``rayleigh_block`` one fade holds for a whole transfer: a mapping with a lowest
     MCS or CQI (``lte_tbs``, ``lte_cqi``, ``nr_cqi``) gives a deep fade the rate 0, and a
@@ -268,21 +227,38 @@ def _block_fading_problems(scenario: Scenario) -> list[Problem]:
 
 
 def _load_problems(scenario: Scenario) -> list[Problem]:
+    """A direction whose cells that hold FL devices are overloaded at the operating point
+    (:mod:`netfl.radio.background_load`): an error without a deadline or time budget (FL
+    transfers may never finish), a warning otherwise. The worst case (every other cell at
+    full load) is only said beside it: cells do not settle there."""
+    if not scenario.traffic.sources:
+        return []
+    from netfl.radio.background_load import background_load
+
     problems = []
     stops = scenario.fl.deadline_s is not None or scenario.fl.time_budget_s is not None
-    for direction, (share, keys) in offered_load(scenario).items():
-        if share < 1.0:
+    for direction, load in background_load(scenario).items():
+        demand = load.over_fl_cells(load.demand)
+        if demand < 1.0:
             continue
+        worst = load.over_fl_cells(load.worst_case)
         message = (
-            f"background load in the {direction} is {share:.0%} of its capacity: FL"
-            f" transfers may never finish"
+            f"background load in the {direction} is {_share(demand)} of its capacity where it"
+            f" settles ({_share(worst)} with every other cell at full load): FL transfers may"
+            f" never finish"
         )
         if not stops:
             problems.append(
-                Problem(keys[-1], message + "; set fl.deadline_s (or fl.time_budget_s)")
+                Problem(load.keys[-1], message + "; set fl.deadline_s (or fl.time_budget_s)")
             )
         else:
             warnings.warn(
-                f"{keys[-1]}: {message} (rounds end at the deadline)", RadioWarning, stacklevel=2
+                f"{load.keys[-1]}: {message} (rounds end at the deadline)",
+                RadioWarning,
+                stacklevel=2,
             )
     return problems
+
+
+def _share(fraction: float) -> str:
+    return "all (saturating full-buffer users)" if math.isinf(fraction) else f"{fraction:.0%}"

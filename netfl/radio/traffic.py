@@ -26,9 +26,9 @@ import numpy as np
 import simpy
 
 from netfl.config.traffic import ConstantLoadSource, FtpSource, FullBufferSource
-from netfl.radio.cells import DL, UL, Cells, RadioLink, db_to_mw
+from netfl.radio.cells import DL, UL, Cells, RadioLink
 from netfl.radio.scheduler import Flow, FluidScheduler
-from netfl.radio.system import RadioSystem, drop_users, typical_ul_emission_mw
+from netfl.radio.system import RadioSystem, drop_users
 from netfl.recorder.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -314,32 +314,3 @@ def start_sources(
                 ftp.start()
                 sources.append(ftp)
     return sources
-
-
-def nominal_user_rates(
-    system: RadioSystem, direction: str, n: int, rng: np.random.Generator, cell: int = 0
-) -> np.ndarray:
-    """Rates per RB of ``n`` users of ``cell`` (dropped in its site, kept if it serves them)
-    at the nominal load: every other cell transmitting its downlink on all RBs, or one
-    typical device of each other cell in the uplink (the load planning of
-    :func:`netfl.radio.checks.offered_load`)."""
-    site = int(system.layout.cell_site[cell])
-    users = drop_users(system, n, rng, site)
-    gains = system.gains(users, rng, rng, rng)
-    mine = gains.serving_cell == cell
-    gain_db = gains.coupling_gain_db[mine]
-    own_db = gain_db[:, cell]
-    if direction == DL:
-        mw = db_to_mw(gain_db)
-        interference = db_to_mw(system.dl_power_db) * np.maximum(mw.sum(axis=1) - mw[:, cell], 0)
-        signal = system.dl_power_db + own_db
-    else:
-        interference = np.zeros(len(own_db))
-        if system.n_cells > 1:
-            typical = typical_ul_emission_mw(system, rng)
-            interference[:] = typical[:, cell].sum() - typical[cell, cell]
-        power = system.ul_power_db(-own_db)  # a file alone holds its full allocation:
-        signal = power - system.ul_full_drop_db(power) + own_db  # beyond the limit, less
-    return np.asarray(
-        system.rate_per_rb(direction, system.sinr_db(direction, signal, interference))
-    )

@@ -33,13 +33,14 @@ its regression.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from pydantic import Field
 
-from netfl.errors import Problem
+from netfl.errors import Problem, ScenarioWarning
 from netfl.selection.base import PopulationInfo, RoundFeedback, Scores, SelectionContext, Strategy
 from netfl.selection.observations import BANDWIDTH_HZ, COLD_START, MU, require_feature
 from netfl.selection.ranking import by_client
@@ -229,6 +230,8 @@ class RBCSF(Strategy):
     @classmethod
     def scenario_problems(cls, scenario: Scenario) -> list[Problem]:
         problems = super().scenario_problems(scenario)
+        if not stable_fairness(scenario):
+            warnings.warn(_unstable(scenario), ScenarioWarning, stacklevel=2)
         m = scenario.selection.params.get("m")
         n_clients = scenario.devices.n_clients
         if isinstance(m, int) and m > n_clients:
@@ -241,3 +244,35 @@ class RBCSF(Strategy):
         else:
             return problems
         return [*problems, Problem("selection.params.m", message)]
+
+
+def selected_a_round(scenario: Scenario) -> float:
+    """E|S_t|: the clients RBCS-F selects a round, min(m, the available candidates) (P2's
+    first constraint, Huang et al. 2021 eq. (12)), the candidates being the available
+    share of the clients asked."""
+    params = scenario.selection.params
+    m = params.get("m") or scenario.fl.clients_per_round
+    devices = scenario.devices
+    asked = math.ceil(devices.n_clients * scenario.fl.request_fraction)
+    return min(float(m), asked * devices.mean_availability)
+
+
+def stable_fairness(scenario: Scenario) -> bool:
+    """Whether RBCS-F's virtual queues can be mean rate stable: their arrivals, beta a
+    client a round, at most their service, the clients selected (Huang et al. 2021 eq.
+    (7): sum_n beta <= E|S_t|; Theorem 1 needs it for the fairness constraint (2))."""
+    beta = float(scenario.selection.params.get("beta", 0.15))
+    return beta * scenario.devices.n_clients <= selected_a_round(scenario) + 1e-9
+
+
+def _unstable(scenario: Scenario) -> str:
+    n = scenario.devices.n_clients
+    beta = float(scenario.selection.params.get("beta", 0.15))
+    served = selected_a_round(scenario)
+    return (
+        f"selection.params.beta: beta x devices = {beta * n:.3g} is more than the clients"
+        f" RBCS-F selects a round (min(m, available candidates) = {served:.3g}), so its"
+        " fairness queues cannot be mean rate stable (Huang et al. 2021 eq. (7), Theorem 1):"
+        " they grow every round and their backlogs, not the exchange times, decide the"
+        f" selection; beta <= {served / n:.3g} keeps them stable"
+    )

@@ -215,10 +215,14 @@ def _show(value: object, key: str = "") -> str:
 
 def load_table(run: Run) -> pd.DataFrame:
     """The run's load plan (:func:`netfl.planning.load_plan`), a row per direction: the
-    background load and the FL room as fractions of capacity, in bit/s and in model
-    transfers a second (empty for the fixed-rate radio)."""
+    background load expected where the cells settle and in the worst case, what the run
+    realised in the cells that carried FL (``summary.json``'s
+    ``rb_utilisation_<ul|dl>_background``; NaN where not recorded), and the FL room as
+    fractions of capacity, in bit/s and in model transfers a second (empty for the
+    fixed-rate radio)."""
     from netfl.planning import load_plan
 
+    summary = run.summary
     rows = [
         {
             "direction": row.direction,
@@ -226,6 +230,8 @@ def load_table(run: Run) -> pd.DataFrame:
             "rbs": row.rb_count,
             "capacity_bps": row.capacity_bps,
             "background_fraction": row.background_fraction,
+            "worst_case_fraction": row.worst_case_fraction,
+            "realised_background_fraction": _realised(summary, row.direction),
             "background_sources": ", ".join(row.keys),
             "fl_room_fraction": row.room_fraction,
             "fl_room_bps": row.room_bps,
@@ -234,6 +240,11 @@ def load_table(run: Run) -> pd.DataFrame:
         for row in load_plan(run.scenario)
     ]
     return pd.DataFrame(rows)
+
+
+def _realised(summary: pd.Series, direction: str) -> float:
+    value = summary.get(f"rb_utilisation_{direction[0]}l_background")
+    return math.nan if value is None or pd.isna(value) else float(value)
 
 
 def phase_statistics(run: Run) -> pd.DataFrame:
