@@ -49,7 +49,7 @@ def test_the_dry_run_goes_through_every_step(tmp_path):
     checks = [row["check"] for row in rows]
     for start in (
         "GPU tests",
-        "FMNIST CNN, 4 clients, batched / sequential",
+        "FMNIST CNN, 4 clients, batched-vmap / sequential",
         "FMNIST CNN, 4 clients, batched-graph / sequential",
         "fedcs_cifar_cnn 4 clients x 20, fp32, batched-graph",
         "fedcs_cifar_cnn 4 clients x 20, bf16, batched-graph",

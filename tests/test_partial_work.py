@@ -330,7 +330,8 @@ def test_the_fedprox_scenario_makes_the_papers_stragglers(tmp_path):
 
 
 def test_a_client_nominally_below_the_lowest_mcs_sends_nothing(tmp_path):
-    """On the calibrated network without uplink power control (quickstart), the nominal
+    """On the calibrated network with the fixed power per RB (quickstart with
+    ``uplink_power_control.mode: fixed_per_rb``; issue 33's power control lifts it), the nominal
     uplink SINR of a deep-indoor device at full interference is below MCS 0 of lte_tbs: its
     nominal uplink rate is 0, so under partial work it expects an upload that never ends
     and trains nothing (it may still upload in a run without partial work, whose real
@@ -340,7 +341,12 @@ def test_a_client_nominally_below_the_lowest_mcs_sends_nothing(tmp_path):
         run = simulate(
             load_scenario(
                 "quickstart",
-                ["fl.partial_work=true", "fl.deadline_s=20", "fl.rounds=6"],
+                [
+                    "fl.partial_work=true",
+                    "fl.deadline_s=20",
+                    "fl.rounds=6",
+                    "radio.uplink_power_control.mode=fixed_per_rb",
+                ],
             ),
             tmp_path / "run",
         ).run_dir

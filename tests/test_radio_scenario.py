@@ -387,3 +387,19 @@ def test_block_fading_under_a_mapping_with_a_floor_needs_a_deadline():
     assert [p.key for p in info.value.problems] == ["radio.fast_fading"]
     data["fl"]["deadline_s"] = 5.0
     build_radio(scenario_from_data(data), simpy.Environment(), Streams(0), Timeline(), 10)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        {"dist": "normal", "mean": 4e6, "std": 1e6},  # draws below 0 now and then
+        {"dist": "uniform", "low": -1, "high": 4e6},
+        0,
+    ],
+)
+def test_file_sizes_that_can_be_negative_or_zero_are_refused_naming_the_key(size):
+    source = {"kind": "ftp1", "direction": "uplink", "arrival_rate_hz": 1.0}
+    data = _base(traffic={"sources": [{**source, "file_size_bits": size}]})
+    assert _key_of([], data) == "traffic.sources.0.file_size_bits"
+    accepted = {"dist": "truncnormal", "mean": 4e6, "std": 1e6, "low": 1, "high": 8e6}
+    scenario_from_data(_base(traffic={"sources": [{**source, "file_size_bits": accepted}]}))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from netfl.config.base import Hertz, PositiveInt, Probability, StrictModel
-from netfl.config.dist import Constant, Distribution
+from netfl.config.dist import Constant, Distribution, positive_support
 
 Direction = Literal["uplink", "downlink"]
 
@@ -24,11 +24,22 @@ class FtpSource(StrictModel):
     arrival_rate_hz: Hertz = Field(description="Poisson arrival rate λ of files, per second.")
     file_size_bits: Distribution = Field(
         default=Constant(value=4.0e6),
-        description="File size, bits (3GPP: 0.5 MB = 4e6 bit, or 2 MB).",
+        description="File size, bits (3GPP: 0.5 MB = 4e6 bit, or 2 MB); a distribution with"
+        " positive support (not normal: a file cannot be negative).",
     )
     rb_per_flow: PositiveInt | None = Field(
         default=None, description="Most RBs one file may use at a time (null: all)."
     )
+
+    @field_validator("file_size_bits")
+    @classmethod
+    def _positive_size(cls, value: Distribution) -> Distribution:
+        if not positive_support(value):
+            raise ValueError(
+                "file sizes must be positive: use a distribution with positive support"
+                " (constant, uniform or truncnormal above 0, lognormal, exponential, choice)"
+            )
+        return value
 
 
 class FullBufferSource(StrictModel):
