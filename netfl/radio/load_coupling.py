@@ -318,12 +318,22 @@ class _Model:
         self._emitters = order[index]  # (emitters, states, cells): users of each cell
 
     def rbs_held(self, rho: np.ndarray) -> np.ndarray:
-        """RBs a transfer of each user holds on average: ``N E[1 / (1 + n)]`` with ``n``
-        other transfers in its cell, geometric with ratio ``q`` under processor sharing,
-        ``N (1 - q) ln(1 / (1 - q)) / q``, at most its cap."""
+        """RBs a transfer of each user holds, averaged over its stay (what a power-limited
+        uplink's power per RB, and so its cost, follows), at most its cap: the mean of the
+        fluid scheduler's two limits at its cell's busy share ``q``. Transfers whose stay
+        stretches with the sharing (rate in proportion to the RBs) hold ``N (1 - q)``:
+        a stay is the work over ``1 - q`` (M/G/1-PS, Kleinrock 1976 Sec. 4.4). Transfers
+        whose stay does not (power-limited: ``P_CMAX`` spread over the RBs, the rate
+        hardly moves with them) are an infinite-server queue, their number Poisson of mean
+        ``ln(1 / (1 - q))``, and hold ``N q / ln(1 / (1 - q))``. A cell's transfers are a
+        mix; the RBs a transfer finds at its start, ``N (1 - q) ln(1 / (1 - q)) / q``,
+        which this took before, put async_compare's uplink 31% above the run
+        (docs/radio.md, "Load planning")."""
         d = self.d
-        q = np.clip(self._busy(rho), 0.0, 1.0 - 1e-9)[self.users.serving]
-        share = np.where(q > 1e-9, (1 - q) * -np.log1p(-q) / np.maximum(q, 1e-9), 1.0)
+        q = np.clip(self._busy(rho), 0.0, 1.0)[self.users.serving]
+        log = -np.log1p(-np.minimum(q, 1.0 - 1e-12))
+        infinite = np.where(q > 1e-9, q / np.maximum(log, 1e-300), 1.0)
+        share = 0.5 * ((1.0 - q) + infinite)
         return np.maximum(np.minimum(d.rb_cap, d.n_rb * share), 1.0)
 
     def _busy(self, rho: np.ndarray) -> np.ndarray:
