@@ -14,7 +14,7 @@ from torch import nn
 
 from netfl.config.learning import LearningConfig
 from netfl.learning.dense import DenseTrainer, dense_layers
-from netfl.learning.learner import make_trainer, training_path
+from netfl.learning.learner import make_trainer
 from netfl.learning.models import digits_mlp, logistic_regression, mlp_64_30
 from netfl.learning.trainer import LocalSGD, SequentialTrainer
 from tests.test_learning_trainer import CPU, SGDS, SIZES, _bn_cnn, _data, _mlp
@@ -139,16 +139,16 @@ def test_netfls_small_models_take_the_dense_path_on_cpu(build):
     model = build((1, 28, 28), 10)
     assert isinstance(dense_layers(model), list)
     trainer = make_trainer(LearningConfig(), model, CPU)
-    assert isinstance(trainer, DenseTrainer) and training_path(trainer) == "dense"
+    assert isinstance(trainer, DenseTrainer) and trainer.path == "dense"
     sequential = make_trainer(LearningConfig(backend="sequential"), model, CPU)
-    assert training_path(sequential) == "sequential"
+    assert sequential.path == "sequential"
 
 
 def test_other_models_take_the_batched_paths_and_say_so():
     trainer = make_trainer(LearningConfig(), _bn_cnn(), CPU)
-    assert training_path(trainer) == "batched, sequential loop"  # convolutions on CPU
+    assert trainer.path == "batched, sequential loop"  # convolutions on CPU
     with_norm = nn.Sequential(nn.Flatten(), nn.Linear(64, 4), nn.BatchNorm1d(4), nn.Linear(4, 3))
-    assert training_path(make_trainer(LearningConfig(), with_norm, CPU)) == "batched, eager"
+    assert make_trainer(LearningConfig(), with_norm, CPU).path == "batched, eager"
 
 
 def test_a_run_records_its_training_path(tiny, tmp_path):

@@ -66,7 +66,7 @@ from netfl.learning.trainer import (
     SequentialTrainer,
     TrainOutput,
     client_plans,
-    loss_summary,
+    loss_summaries,
 )
 
 __all__ = ["BatchPlan", "BatchedTrainer", "MaskedBatchNorm", "batch_plan"]
@@ -206,14 +206,13 @@ class BatchedTrainer:
             losses.append(loss)  # to the host after the last chunk: chunks queue up on a GPU
             actives.append(plan.active)
         stacked = {k: torch.cat([s[k] for s in states]) for k in global_state}
-        means, stds = [], []
-        for loss, active in zip(losses, actives, strict=True):
-            loss = loss.cpu()
-            for k in range(loss.shape[1]):
-                mean, std = loss_summary(loss[:, k][active[:, k]])
-                means.append(mean)
-                stds.append(std)
-        return stacked, np.array(means), np.array(stds)
+        summaries = [
+            loss_summaries(loss, active.cpu().numpy())
+            for loss, active in zip(losses, actives, strict=True)
+        ]
+        means = np.concatenate([mean for mean, _ in summaries])
+        stds = np.concatenate([std for _, std in summaries])
+        return stacked, means, stds
 
     def _train_chunk(
         self,

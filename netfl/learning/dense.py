@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from netfl.learning.trainer import LocalSGD, TrainOutput, minibatch_order
+from netfl.learning.trainer import LocalSGD, TrainOutput, loss_summaries, minibatch_order
 
 #: Memory for the inputs of a stretch of steps, gathered at once (bytes).
 GATHER_BYTES = 4 * 2**20
@@ -113,7 +113,8 @@ class DenseTrainer:
         losses = self._run(stack, _Update(stack, sgd), x, y, plan)
         inverse = np.argsort(plan.order, kind="stable")
         states = stack.state(torch.as_tensor(inverse, device=self.device))
-        means, stds = _loss_summaries(losses, plan.lengths)
+        taken = np.arange(losses.shape[0])[:, None] < plan.lengths[None, :]
+        means, stds = loss_summaries(losses, taken)
         return {name: states[name] for name in global_state}, means[inverse], stds[inverse]
 
     def _buffer(self, columns: int) -> torch.Tensor:
@@ -263,7 +264,7 @@ class _Step:
         self.params = params
         sgd = update.sgd
         self.lr, self.decay = sgd.lr, update.decay
-        self.pull = None if update.pull is None else update.pull
+        self.pull = update.pull
         self.plain = update.velocity is None
         if not self.plain:
             assert update.velocity is not None
@@ -381,15 +382,3 @@ def _padded_plan(
     rows[step, column, slot] = rows_of
     scale[step, column, slot] = 1.0 / np.bincount(batch)[batch]
     return _Plan(order, lengths[order], torch.from_numpy(rows), torch.from_numpy(scale))
-
-
-def _loss_summaries(losses: torch.Tensor, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and population std of each client's first ``lengths[k]`` step losses (NaN for
-    none), in float64 as :func:`netfl.learning.trainer.loss_summary`."""
-    values = losses.double().cpu().numpy()
-    taken = np.arange(values.shape[0])[:, None] < lengths[None, :]
-    count = lengths.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(taken, values, 0.0).sum(0) / count
-        spread = np.where(taken, (values - mean) ** 2, 0.0).sum(0) / count
-    return np.where(count > 0, mean, np.nan), np.where(count > 0, np.sqrt(spread), np.nan)

@@ -101,13 +101,6 @@ def make_trainer(config: LearningConfig, model: torch.nn.Module, device: torch.d
     )
 
 
-def training_path(trainer: Trainer) -> str:
-    """Which loop trains the clients, in words (summary.json's ``training_path``): the
-    trainer's ``path`` (``sequential``, ``dense``, or
-    :attr:`~netfl.learning.batched.BatchedTrainer.path`)."""
-    return str(getattr(trainer, "path", "sequential"))
-
-
 class TorchLearner:
     """Real local SGD on an in-memory dataset and the server's aggregation rule (FedAvg
     unless ``aggregator`` says otherwise)."""
@@ -156,8 +149,8 @@ class TorchLearner:
 
     @property
     def training_path(self) -> str:
-        """Which loop trained (summary.json; :func:`training_path`)."""
-        return training_path(self.trainer)
+        """Which loop trained (summary.json): the trainer's ``path``."""
+        return self.trainer.path
 
     @property
     def update_samples(self) -> np.ndarray:

@@ -132,6 +132,10 @@ def local_path_norms(sgd: LocalSGD, steps: np.ndarray) -> np.ndarray:
 class Trainer(Protocol):
     """A backend that trains a round's clients from the global state."""
 
+    #: Which loop trains, in words (summary.json's ``training_path``).
+    @property
+    def path(self) -> str: ...
+
     def train(
         self,
         global_state: Mapping[str, torch.Tensor],
@@ -202,6 +206,17 @@ def loss_summary(losses: torch.Tensor) -> tuple[float, float]:
         return float("nan"), float("nan")
     values = losses.double().cpu()
     return float(values.mean()), float(values.std(unbiased=False))
+
+
+def loss_summaries(losses: torch.Tensor, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`loss_summary` of every client at once: ``losses`` (steps, clients), ``taken``
+    the steps each client ran (a boolean array of the same shape); NaN for none."""
+    values = losses.double().cpu().numpy()
+    count = taken.sum(0).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(taken, values, 0.0).sum(0) / count
+        spread = np.where(taken, (values - mean) ** 2, 0.0).sum(0) / count
+    return np.where(count > 0, mean, np.nan), np.where(count > 0, np.sqrt(spread), np.nan)
 
 
 class SequentialTrainer:

@@ -70,16 +70,15 @@ def check_jobs(runs: list[dict[str, Any]], jobs: int) -> None:
     ``--jobs``, and runs that ask for cuda on a machine without CUDA, naming
     ``learning.device`` (raise NetflError). Probes only where a run asks for cuda, or for
     auto with ``jobs > 1`` on a machine with an NVIDIA driver."""
-    gpu_runs = [
-        data
-        for data in runs
-        if wants_gpu(data) == "required" or (wants_gpu(data) == "preferred" and has_nvidia_driver())
-    ]
-    required = any(wants_gpu(d) == "required" for d in gpu_runs)
+    wants = [(data, wants_gpu(data)) for data in runs]
+    driver = any(want == "preferred" for _, want in wants) and has_nvidia_driver()
+    gpu_runs = [d for d, want in wants if want == "required" or (want == "preferred" and driver)]
+    required = any(want == "required" for _, want in wants)
     if not required and (jobs <= 1 or not gpu_runs):
         return
-    set_ups = _distinct(gpu_runs)
-    room = _probe_in_a_process(set_ups)
+    # One run at a time needs only whether CUDA exists: no memory estimates (which load
+    # each set-up's dataset and model).
+    room = _probe_in_a_process(_distinct(gpu_runs) if jobs > 1 else [])
     if room.name is None:
         if required:
             raise NetflError(
