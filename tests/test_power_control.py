@@ -281,6 +281,38 @@ def test_shannon_rate_grows_with_the_rbs_linearly_up_to_the_limit_then_slower(si
         assert rates[1] <= 1.25 * rates[0] * (1 + 1e-12)  # concave beyond
 
 
+def test_a_new_power_limit_moves_the_rate_of_a_flow_beyond_it():
+    """A moving device's path loss moves its limit M* while its SINR per RB within the
+    limit stays (alpha = 1): the rate beyond the limit must follow M*, eq. (5.1.1.1-1)'s
+    P_CMAX spread over M RBs (the analytic rate :func:`_rate`), not keep the last one."""
+    env = simpy.Environment()
+    scheduler = FluidScheduler(env, 50.0, "equal")
+    scheduler.limited_rates = _shannon
+    flow = _flow(2.0, 20.0)
+    scheduler.open(flow)
+    env.run(until=1.0)
+    assert flow.rate_bps == pytest.approx(_rate(50.0, 2.0, 20.0))
+    scheduler.set_power_limits([(flow, 5.0)])
+    env.run(until=2.0)
+    assert flow.rate_bps == pytest.approx(_rate(50.0, 2.0, 5.0))
+    assert flow.rate_bps < _rate(50.0, 2.0, 20.0) / 2  # 6 dB less power per RB
+
+
+def test_the_power_limit_heap_stays_bounded_by_the_flows_in_flight():
+    """A long-lived flow with a small limit keeps the others' stale heap entries buried:
+    the heap is rebuilt from the live limits rather than growing with the flows served."""
+    env = simpy.Environment()
+    scheduler = FluidScheduler(env, 50.0, "equal")
+    scheduler.limited_rates = _shannon
+    scheduler.open(_flow(2.0, 1.0))  # never ends (1e12 bits)
+    for _ in range(2000):
+        short = Flow(1e3, B_HZ, 50.0, power_limit_rb=30.0, sinr_db=3.0)
+        scheduler.open(short)
+        env.run(until=short.done)
+    assert len(scheduler._limit_of) == 1
+    assert len(scheduler._limits) <= 2 * len(scheduler._limit_of) + 17
+
+
 # -- the engine: isolated cell, interference, the default network ---------------------------
 
 

@@ -42,6 +42,7 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL
 
+from channel_models.power_control import power_drop_db
 from netfl.config.radio import Policy
 from netfl.radio.fair_share import allocate_proportional_fair
 
@@ -112,8 +113,9 @@ class Flow:
     link: Any = None
     power_limit_rb: float = math.inf
     sinr_db: float = math.nan
-    #: The last rate per RB beyond the limit: (sinr_db, rbs, rate), reused while both hold.
-    limited: tuple[float, float, float] | None = field(default=None, repr=False)
+    #: The last rate per RB beyond the limit: (sinr_db, rbs, power_limit_rb, rate), reused
+    #: while the three hold (:func:`refresh_limited`).
+    limited: tuple[float, float, float, float] | None = field(default=None, repr=False)
     remaining_bits: float = field(init=False)
     start_s: float = math.nan
     end_s: float = math.nan
@@ -345,6 +347,11 @@ class FluidScheduler:
         if math.isfinite(flow.power_limit_rb):
             self._limit_of[flow.id] = flow.power_limit_rb
             heapq.heappush(self._limits, (flow.power_limit_rb, flow.id))
+            if len(self._limits) > 2 * len(self._limit_of) + 16:
+                # Stale entries (flows gone or re-limited) sink under a long-lived small
+                # limit and are never popped: rebuild from the live ones, O(flows).
+                self._limits = [(limit, i) for i, limit in self._limit_of.items()]
+                heapq.heapify(self._limits)
         else:
             self._limit_of.pop(flow.id, None)
 
@@ -520,25 +527,19 @@ class FluidScheduler:
 
     def _rates_per_rb(self, flows: list[Flow], rbs: Sequence[float]) -> list[float]:
         """Each flow's rate per RB on ``rbs``: ``rate_per_rb_bps`` up to its power limit,
-        the radio's ``limited_rates`` beyond (one vectorised call for those whose SINR or
-        RBs moved since their last: a flow keeps its last, :attr:`Flow.limited`)."""
+        the radio's ``limited_rates`` beyond (:func:`refresh_limited`)."""
         per_rb = [f.rate_per_rb_bps for f in flows]
         if self.limited_rates is None:
             return per_rb
-        missing = []
-        for i, (flow, n) in enumerate(zip(flows, rbs, strict=True)):
-            if n > flow.power_limit_rb:
-                last = flow.limited
-                if last is not None and last[0] == flow.sinr_db and last[1] == n:
-                    per_rb[i] = last[2]
-                else:
-                    missing.append(i)
-        if missing:
-            ratio = np.array([rbs[i] / flows[i].power_limit_rb for i in missing])
-            rates = self.limited_rates([flows[i] for i in missing], 10.0 * np.log10(ratio))
-            for i, rate in zip(missing, rates.tolist(), strict=True):
-                per_rb[i] = rate
-                flows[i].limited = (flows[i].sinr_db, rbs[i], rate)
+        beyond = [
+            i for i, (f, n) in enumerate(zip(flows, rbs, strict=True)) if n > f.power_limit_rb
+        ]
+        if beyond:
+            refresh_limited(
+                [flows[i] for i in beyond], [rbs[i] for i in beyond], self.limited_rates
+            )
+            for i in beyond:
+                per_rb[i] = flows[i].limited[3]  # type: ignore[index]
         return per_rb
 
     def _fair_shares(self, flows: list[Flow], available: float) -> list[float]:
@@ -640,3 +641,28 @@ class FluidScheduler:
             self._schedule_next(self._next_ps_dt())
             return None
         return finished
+
+
+def refresh_limited(
+    flows: Sequence[Flow],
+    rbs: Sequence[float],
+    limited_rates: Callable[[list[Flow], np.ndarray], np.ndarray],
+) -> None:
+    """Set :attr:`Flow.limited` for ``flows`` held on ``rbs`` RBs beyond their power
+    limits: one vectorised ``limited_rates`` call for those whose SINR, RBs or power limit
+    moved since their last (the rate follows all three: TS 36.213's power over ``M`` RBs,
+    :func:`channel_models.power_control.power_drop_db`)."""
+    stale = [
+        i
+        for i, (f, n) in enumerate(zip(flows, rbs, strict=True))
+        if f.limited is None or f.limited[:3] != (f.sinr_db, n, f.power_limit_rb)
+    ]
+    if not stale:
+        return
+    drop = power_drop_db(
+        np.array([rbs[i] for i in stale]), np.array([flows[i].power_limit_rb for i in stale])
+    )
+    rates = limited_rates([flows[i] for i in stale], drop)
+    for i, rate in zip(stale, rates.tolist(), strict=True):
+        flow = flows[i]
+        flow.limited = (flow.sinr_db, rbs[i], flow.power_limit_rb, rate)

@@ -31,7 +31,7 @@ import simpy
 
 from channel_models.rate import db_to_linear
 from netfl.radio.cells import DIRECTIONS, Cells
-from netfl.radio.scheduler import Flow
+from netfl.radio.scheduler import Flow, refresh_limited
 from netfl.radio.system import RadioSystem
 
 _LONG = {"ul": "uplink", "dl": "downlink"}
@@ -151,12 +151,8 @@ class RadioUpdate:
                 diversity = system.diversity(direction, float(sinr[i]))
             by_cell[int(cells_of[i])].append((flow, float(rate[i]), diversity))
         table.rate[slots[moved]] = rate[moved]
-        if beyond:  # their rates beyond the power limit, in one call (Flow.limited)
-            rbs = np.array([f.rbs for f in beyond])
-            limits = np.array([f.power_limit_rb for f in beyond])
-            limited = system.limited_rates(beyond, 10.0 * np.log10(rbs / limits))
-            for flow, n, value in zip(beyond, rbs.tolist(), limited.tolist(), strict=True):
-                flow.limited = (flow.sinr_db, n, value)
+        if beyond:  # their rates beyond the power limit, in one call for every cell
+            refresh_limited(beyond, [f.rbs for f in beyond], system.limited_rates)
         schedulers = self.cells.schedulers[direction]
         for cell, changes in by_cell.items():
             schedulers[cell].set_rates(changes)
