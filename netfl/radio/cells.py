@@ -91,8 +91,11 @@ class CellScheduler(FluidScheduler):
         self.cells, self.cell, self.direction = cells, cell, direction
 
     def open(self, flow: Flow) -> simpy.Event:
+        linked = flow.link is not None and flow.bits > 0
+        if linked:
+            self.cells.add_link(flow)  # its slot first: the allocation below counts it
         done = super().open(flow)
-        if flow.link is not None and flow.bits > 0:
+        if linked:
             self.cells.started(flow)
         return done
 
@@ -182,7 +185,9 @@ class Cells:
 
     # -- state kept by the schedulers ---------------------------------------------------
 
-    def started(self, flow: Flow) -> None:
+    def add_link(self, flow: Flow) -> None:
+        """A flow's link takes its slot and its emission joins its cell's sum, before its
+        scheduler allocates (whose full-power sums then count it: :meth:`_ul_shares`)."""
         if self.n_cells == 1:
             return  # one cell: nobody to interfere with
         link: RadioLink = flow.link
@@ -191,11 +196,14 @@ class Cells:
         if link.direction == UL:
             self.ul_sum_mw[link.cell] += table.emit_mw[link.slot]
             self.ul_count[link.cell] += 1
-            scheduler = self.schedulers[UL][link.cell]
-            assert isinstance(scheduler, CellScheduler)
-            self._ul_shares(scheduler, link.cell)  # its allocation came before its slot
             self._stale.add(link.cell)
-        self._changed(link.direction, link.cell)
+
+    def started(self, flow: Flow) -> None:
+        """A flow's link is in flight and its scheduler has allocated: the interference
+        its direction's links see may have moved."""
+        if self.n_cells == 1:
+            return
+        self._changed(flow.link.direction, flow.link.cell)
 
     def ended(self, flow: Flow) -> None:
         link: RadioLink = flow.link
@@ -277,18 +285,19 @@ class Cells:
                 np.add.at(self.ul_sum_mw, cell, table.emit_mw[slots] - old)
                 moved_cells = set(cell.tolist())
                 self._stale.update(moved_cells)
-                self._follow_limits(slots, power)
                 for c in moved_cells:  # their links' powers moved: retake the full-power sums
                     self._ul_last[c] = None
+                limited = self._follow_limits(slots, power)  # these retake them as they allocate
+                for c in moved_cells - limited:
                     scheduler = self.schedulers[UL][c]
                     assert isinstance(scheduler, CellScheduler)
                     self._ul_shares(scheduler, c)
 
-    def _follow_limits(self, slots: np.ndarray, power_db: np.ndarray) -> None:
+    def _follow_limits(self, slots: np.ndarray, power_db: np.ndarray) -> set[int]:
         """Hand the moved uplinks' new power limits to their schedulers (which also
-        refreshes the cells' full-power sums)."""
+        refreshes the cells' full-power sums); the cells handed some."""
         if self.ul_limit_rb is None:
-            return
+            return set()
         table = self.links[UL]
         by_cell: dict[int, list[tuple[Flow, float]]] = {}
         for slot, limit in zip(slots.tolist(), self.ul_limit_rb(power_db).tolist(), strict=True):
@@ -297,6 +306,7 @@ class Cells:
                 by_cell.setdefault(int(table.cell[slot]), []).append((flow, limit))
         for cell, changes in by_cell.items():
             self.schedulers[UL][cell].set_power_limits(changes)
+        return set(by_cell)
 
     # -- interference -------------------------------------------------------------------
 
