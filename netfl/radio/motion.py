@@ -23,9 +23,10 @@ When some device group moves (``devices.groups.N.mobility``), the radio update
 3. **handover** (:mod:`netfl.radio.handover`): at each measurement period the layer-3
    filtered RSRP of the measured cells, Event A3 with its time-to-trigger counted in
    periods, execution with an interruption during which the device's transfers pause and
-   after which they continue in the target cell; at every update radio link failure when
-   the downlink SINR (against every cell) stays below Qout for T310 (the transfers are lost;
-   the device is attached again to its strongest cell ``reestablishment_s`` later).
+   after which they continue in the target cell; at the same measurements radio link
+   failure when the downlink SINR (against every cell) stays below Qout for T310 (the
+   transfers are lost; the device is attached again to its strongest cell
+   ``reestablishment_s`` later).
 
 Every handover, failure and re-attachment is a timeline row (kinds ``handover``,
 ``radio_link_failure``, ``reattach``), and the moving devices' positions are sampled every
@@ -170,7 +171,9 @@ class Motion:
         self.o2i_db = state.o2i_db[rows]
         #: Moving devices are outdoors at one height (radio.system.drop_devices): their links
         #: take it once, not per link (what depends on the height alone is computed once).
-        self._one_height = _one_height(self._heights, self.o2i_db)
+        one = _one_height(self._heights, self.o2i_db)
+        assert one is not None, "moving devices are outdoors at one height (drop_devices)"
+        self._one_height = one
         handover = scenario.radio.handover  # type: ignore[union-attr]
         self.handover = HandoverState(
             len(rows),
@@ -254,8 +257,7 @@ class Motion:
         system, env, layout = self.system, self.system.environment, self.system.layout
         flat, device, site = links.flat, links.device, links.site
         rows = self.rows[device]
-        heights = self._one_height or _subset(self._heights, device)
-        o2i_db = np.zeros(1) if self._one_height else self.o2i_db[device]
+        heights, o2i_db = self._one_height, np.zeros(1)  # outdoors at one height
         image = self._image.reshape(-1)
         geometry = site_geometry(layout, self.xy_m[rows], heights, env, image[flat], sites=site)
         p_los = geometry.p_los[:, 0]
@@ -264,11 +266,10 @@ class Motion:
         flipped = np.flatnonzero(los != self.los.reshape(-1)[flat])
         if len(flipped):
             state = los[flipped][:, None]
-            at = heights if self._one_height else _subset(heights, flipped)
             self.shadowing.redraw_links(
                 links.subset(flipped),
-                shadowing_sigma_db(env, state, at)[:, 0],
-                decorrelation_distance_m(self._kind, state, at.indoor)[:, 0],
+                shadowing_sigma_db(env, state, heights)[:, 0],
+                decorrelation_distance_m(self._kind, state, heights.indoor)[:, 0],
                 los=los[flipped],
             )
         self.los.reshape(-1)[flat] = los
@@ -394,7 +395,8 @@ def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
 
 def _one_height(heights: DeviceHeights, o2i_db: np.ndarray) -> DeviceHeights | None:
     """The devices' common height as a one-device :class:`DeviceHeights` when they are all
-    outdoors at one height without O2I loss (moving devices are), else None."""
+    outdoors at one height without O2I loss (moving devices are:
+    :func:`netfl.radio.system.drop_devices`), else None."""
     h = heights.height_m
     if not len(h) or heights.indoor.any() or np.any(h != h[0]) or np.any(o2i_db != 0):
         return None

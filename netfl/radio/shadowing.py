@@ -422,15 +422,6 @@ class CorrelatedLosState:
         self._u[:] = self._ndtr(self._path.z)
         return self._u < np.asarray(p_los)
 
-    def advance_rows(
-        self, devices: np.ndarray, moved_m: np.ndarray | None, p_los: np.ndarray
-    ) -> np.ndarray:
-        """Move only the ``devices`` (ascending rows) and return their LOS states for their
-        LOS probabilities ``p_los`` (``(len(devices), sites)``); the others' are unchanged."""
-        self._path.advance_rows(devices, moved_m)
-        self._u[devices] = self._ndtr(self._path.z[devices])
-        return self._u[devices] < np.asarray(p_los)
-
     def advance_links(self, links: Links, p_los: np.ndarray) -> np.ndarray:
         """Move the ``links`` and return their LOS states for their LOS probabilities
         ``p_los``."""
