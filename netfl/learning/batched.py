@@ -65,8 +65,8 @@ from netfl.learning.trainer import (
     LocalSGD,
     SequentialTrainer,
     TrainOutput,
-    client_plans,
     loss_summaries,
+    padded_visits,
 )
 
 __all__ = ["BatchPlan", "BatchedTrainer", "MaskedBatchNorm", "batch_plan"]
@@ -96,24 +96,9 @@ def batch_plan(
 ) -> BatchPlan:
     """The padded minibatch plan of every client (same batches as the sequential trainer;
     the first ``steps[k]`` of client k's, None: all)."""
-    plans = client_plans(client_indices, seeds, sgd, steps)
-    n_steps = max((len(p) for p in plans), default=0)
-    width = max((len(b) for p in plans for b in p), default=1)
-    rows = torch.zeros(n_steps, len(plans), width, dtype=torch.int64)
-    weight = torch.zeros(n_steps, len(plans), width)
-    for k, (batches, indices) in enumerate(zip(plans, client_indices, strict=True)):
-        if not batches:
-            continue
-        # One scatter per client: position i of the concatenated batches goes to
-        # (its step, its slot in that step's batch).
-        lengths = torch.tensor([len(b) for b in batches])
-        step = torch.repeat_interleave(torch.arange(len(batches)), lengths)
-        first = torch.repeat_interleave(lengths.cumsum(0) - lengths, lengths)
-        slot = torch.arange(len(step)) - first
-        host = indices.cpu()  # already on the host when called from the learner
-        rows[step, k, slot] = host[torch.cat(batches)]
-        weight[step, k, slot] = 1.0
-    return BatchPlan(rows, weight, weight.sum(dim=2) > 0)
+    rows, taken, _ = padded_visits(client_indices, seeds, sgd, steps)
+    weight = torch.from_numpy(taken.astype(np.float32))
+    return BatchPlan(torch.from_numpy(rows), weight, weight.sum(dim=2) > 0)
 
 
 class BatchedTrainer:

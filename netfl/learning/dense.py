@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from netfl.learning.trainer import LocalSGD, TrainOutput, loss_summaries, minibatch_order
+from netfl.learning.trainer import LocalSGD, TrainOutput, loss_summaries, padded_visits
 
 #: Memory for the inputs of a stretch of steps, gathered at once (bytes).
 GATHER_BYTES = 4 * 2**20
@@ -358,27 +358,11 @@ def _padded_plan(
     sgd: LocalSGD,
     steps: Sequence[int] | None,
 ) -> _Plan:
-    """The minibatches of :func:`netfl.learning.trainer.client_plans`, from the same
-    generators, as index arrays (no tensor per minibatch)."""
-    visits = []
-    for k, (indices, seed) in enumerate(zip(client_indices, seeds, strict=True)):
-        generator = torch.Generator().manual_seed(int(seed))
-        position, step, slot = minibatch_order(len(indices), sgd, generator)
-        if steps is not None:
-            kept = step < max(int(steps[k]), 0)
-            position, step, slot = position[kept], step[kept], slot[kept]
-        visits.append((indices.cpu().numpy()[position], step, slot))
-    lengths = np.array([v[1][-1] + 1 if len(v[1]) else 0 for v in visits], dtype=np.int64)
+    """:func:`netfl.learning.trainer.padded_visits`, the clients sorted by their number
+    of steps (longest first), each sample weighted 1 / its minibatch's size."""
+    rows, taken, lengths = padded_visits(client_indices, seeds, sgd, steps)
     order = np.argsort(-lengths, kind="stable")
-    n_steps, n_clients = int(lengths.max(initial=0)), len(visits)
-    width = max((int(v[2].max()) + 1 for v in visits if len(v[2])), default=1)
-    # every client's visits at once, in the sorted clients' columns
-    column = np.repeat(np.argsort(order, kind="stable"), [len(v[1]) for v in visits])
-    rows_of, step, slot = (np.concatenate([v[i] for v in visits] or [[]]) for i in range(3))
-    step, slot = step.astype(np.int64), slot.astype(np.int64)
-    batch = column * max(n_steps, 1) + step  # one id per (client, step)
-    rows = np.zeros((n_steps, n_clients, width), dtype=np.int64)
-    scale = np.zeros((n_steps, n_clients, width), dtype=np.float32)
-    rows[step, column, slot] = rows_of
-    scale[step, column, slot] = 1.0 / np.bincount(batch)[batch]
+    rows, taken = np.ascontiguousarray(rows[:, order]), taken[:, order]
+    size = taken.sum(axis=2, keepdims=True)
+    scale = np.ascontiguousarray(np.where(taken, 1.0 / np.maximum(size, 1), 0.0), np.float32)
     return _Plan(order, lengths[order], torch.from_numpy(rows), torch.from_numpy(scale))

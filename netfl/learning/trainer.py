@@ -185,6 +185,36 @@ def minibatch_order(
     return torch.cat(passes).numpy()[: len(visit)], visit // size, visit % size
 
 
+def padded_visits(
+    client_indices: Sequence[torch.Tensor],
+    seeds: Sequence[int],
+    sgd: LocalSGD,
+    steps: Sequence[int] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The minibatches of :func:`client_plans`, from the same generators, padded into
+    arrays (no tensor per minibatch): the sample rows (steps, clients, width) int64, which
+    of them are taken (bool, same shape), and each client's number of steps."""
+    visits = []
+    for k, (indices, seed) in enumerate(zip(client_indices, seeds, strict=True)):
+        generator = torch.Generator().manual_seed(int(seed))
+        position, step, slot = minibatch_order(len(indices), sgd, generator)
+        if steps is not None:
+            kept = step < max(int(steps[k]), 0)
+            position, step, slot = position[kept], step[kept], slot[kept]
+        visits.append((indices.cpu().numpy()[position], step, slot))
+    lengths = np.array([v[1][-1] + 1 if len(v[1]) else 0 for v in visits], dtype=np.int64)
+    n_steps, n_clients = int(lengths.max(initial=0)), len(visits)
+    width = max((int(v[2].max()) + 1 for v in visits if len(v[2])), default=1)
+    column = np.repeat(np.arange(n_clients), [len(v[1]) for v in visits])
+    rows_of, step, slot = (np.concatenate([v[i] for v in visits] or [[]]) for i in range(3))
+    step, slot = step.astype(np.int64), slot.astype(np.int64)
+    rows = np.zeros((n_steps, n_clients, width), dtype=np.int64)
+    taken = np.zeros((n_steps, n_clients, width), dtype=bool)
+    rows[step, column, slot] = rows_of
+    taken[step, column, slot] = True
+    return rows, taken, lengths
+
+
 def client_plans(
     client_indices: Sequence[torch.Tensor],
     seeds: Sequence[int],
