@@ -58,6 +58,7 @@ from netfl.learning.capture import (
     Recorder,
     StaticStep,
     StepShape,
+    masked_sgd_update,
 )
 from netfl.learning.dropout import KEY, STEP, client_key, with_client_dropout
 from netfl.learning.masked_norm import MASK, MaskedBatchNorm, with_masked_batch_norm
@@ -358,19 +359,17 @@ class BatchedTrainer:
     ) -> None:
         """torch.optim.SGD's update, applied to active clients only (None: every client)."""
         for (name, param), grad in zip(params.items(), grads, strict=True):
-            if sgd.weight_decay:
-                grad = grad.add(param, alpha=sgd.weight_decay)
-            if active is None:  # in place, as torch.optim.SGD does it
-                if sgd.momentum:
-                    grad = velocity[name].mul_(sgd.momentum).add_(grad)
-                param.add_(grad, alpha=-sgd.lr)
+            if active is not None:
+                buffer = velocity[name] if sgd.momentum else None
+                masked_sgd_update(
+                    param, grad, buffer, active, sgd.lr, sgd.momentum, sgd.weight_decay
+                )
                 continue
-            keep = active.view((-1,) + (1,) * (param.dim() - 1))
+            if sgd.weight_decay:  # in place, as torch.optim.SGD does it
+                grad = grad.add(param, alpha=sgd.weight_decay)
             if sgd.momentum:
-                buffer = torch.where(keep, sgd.momentum * velocity[name] + grad, velocity[name])
-                velocity[name] = buffer
-                grad = buffer
-            param.copy_(torch.where(keep, param - sgd.lr * grad, param))
+                grad = velocity[name].mul_(sgd.momentum).add_(grad)
+            param.add_(grad, alpha=-sgd.lr)
 
 
 def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:

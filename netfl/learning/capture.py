@@ -88,6 +88,28 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}"
 
 
+@torch.no_grad()
+def masked_sgd_update(
+    param: torch.Tensor,
+    grad: torch.Tensor,
+    velocity: torch.Tensor | None,
+    active: torch.Tensor,
+    lr: float | torch.Tensor,
+    momentum: float,
+    weight_decay: float,
+) -> None:
+    """torch.optim.SGD's update of one stacked parameter (clients first), for the clients
+    ``active`` (K,) only; ``velocity`` (the momentum buffer, None without momentum) and
+    ``param`` in place, so that a captured step keeps their addresses."""
+    keep = active.view((-1,) + (1,) * (param.dim() - 1))
+    if weight_decay:
+        grad = grad.add(param, alpha=weight_decay)
+    if velocity is not None:
+        velocity.copy_(torch.where(keep, velocity * momentum + grad, velocity))
+        grad = velocity
+    param.copy_(torch.where(keep, param - lr * grad, param))
+
+
 class StepModel(Protocol):
     """What the static step needs from the batched trainer."""
 
@@ -178,16 +200,12 @@ class StaticStep:
         """torch.optim.SGD's update (FedProx's term first), for active clients only."""
         shape = self.shape
         for (name, param), grad in zip(self.params.items(), grads, strict=True):
-            keep = active.view((-1,) + (1,) * (param.dim() - 1))
             if shape.prox_mu:
                 grad = grad.add(param - self.anchor[name], alpha=shape.prox_mu)
-            if shape.weight_decay:
-                grad = grad.add(param, alpha=shape.weight_decay)
-            if shape.momentum:
-                velocity = self.velocity[name]
-                velocity.copy_(torch.where(keep, velocity * shape.momentum + grad, velocity))
-                grad = velocity
-            param.copy_(torch.where(keep, param - self.lr * grad, param))
+            velocity = self.velocity[name] if shape.momentum else None
+            masked_sgd_update(
+                param, grad, velocity, active, self.lr, shape.momentum, shape.weight_decay
+            )
 
     @torch.no_grad()
     def run(
