@@ -219,8 +219,7 @@ def synthetic_dataset_bytes(scenario: Scenario) -> int:
     if learning is None or learning.dataset != "synthetic":
         return 0
     params = SyntheticParams.model_validate(learning.dataset_params)
-    mean_size = math.exp(params.size_log_mean + params.size_log_sigma**2 / 2) + params.size_offset
-    samples = scenario.devices.n_clients * mean_size
+    samples = scenario.devices.n_clients * params.mean_size
     return math.ceil(min(samples * (params.n_features + 1) * 8, 2.0**80))
 
 
@@ -270,6 +269,11 @@ def _cold_share(scenario: Scenario) -> float:
     selected in the previous round, where any group has one."""
     if not any(_may_be_positive(g.cold_start_s) for g in scenario.devices.groups):
         return 0.0
+    return unselected_share(scenario)
+
+
+def unselected_share(scenario: Scenario) -> float:
+    """The share of the population a round of ``fl.clients_per_round`` leaves out."""
     return 1.0 - min(1.0, scenario.fl.clients_per_round / scenario.devices.n_clients)
 
 

@@ -124,7 +124,9 @@ def test_a_budget_limited_scenario_is_estimated_over_its_whole_budget():
     assert estimate.disk.rounds_known and estimate.rounds > 100
     assert "for the first round" not in estimate.disk.describe()
     assert estimate.round is not None
-    assert estimate.rounds == pytest.approx(2400.0 / estimate.round.round_s, rel=1e-9)
+    # Measured: FedBuff's 926 ± 131 versions in the 2,400 s over 8 seeds (docs/reproductions.md,
+    # "FedAvg, FedBuff, FedAsync and HierFAVG", rerun 2026-11-28).
+    assert _within(estimate.rounds, 926)
 
 
 def test_the_models_sizes_are_those_netfl_builds():
@@ -185,5 +187,7 @@ def test_run_helper_reads_the_child_peak(tmp_path):
     data["fl"]["rounds"] = 1
     data["traffic"]["sources"] = []
     _, rows, _, _, peak = _run(data, tmp_path)
+    # Above: a run that imports torch holds more than 100 MiB; below the parent's 1 GiB
+    # ballast, which a reading carried over the fork would include.
     assert rows > 0 and 100 * 2**20 < peak < 900 * 2**20
     del ballast

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -61,6 +62,12 @@ class SyntheticParams(StrictModel):
         le=10**9,
         description="Samples added to every device (at most a billion).",
     )
+
+    @property
+    def mean_size(self) -> float:
+        """A device's expected sample count, exp(mu + sigma^2 / 2) + offset (a lognormal's
+        mean; the floor is left out)."""
+        return math.exp(self.size_log_mean + self.size_log_sigma**2 / 2) + self.size_offset
 
 
 #: The largest learning rate, proximal weight or weight decay taken: beyond any stable

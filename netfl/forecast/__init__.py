@@ -100,7 +100,7 @@ def forecast(scenario: Scenario) -> Forecast:
         extra_rows=rows.extra,
         strategy_rows=rows.strategy,
     )
-    wall = wall_time(scenario, rounds, timing, rows, bits)
+    wall = wall_time(scenario, rounds, timing, rows)
     return Forecast(rounds, timing, sim_time_s, budget_limited, rows, memory, disk, wall)
 
 

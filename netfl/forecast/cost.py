@@ -108,7 +108,6 @@ def wall_time(
     rounds: float,
     timing: RoundTime | None,
     rows: Rows,
-    bits: float | None,
 ) -> WallTime | None:
     """The :class:`WallTime` of a run of ``rounds`` rounds (None: a plug-in model, whose
     cost a sample is unknown)."""
@@ -127,7 +126,6 @@ def wall_time(
     events = ROW_S * (protocol_rows + rows.positions) + FLOW_S * rows.background_flows
     events += MOVE_S * rows.moving_updates
     write = WRITE_ROW_S * (protocol_rows + rows.extra + rows.strategy)
-    del bits
     return WallTime(startup, training, events, write)
 
 

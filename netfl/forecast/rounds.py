@@ -38,6 +38,7 @@ import numpy as np
 from netfl.config import Scenario
 from netfl.config.devices import DeviceGroup
 from netfl.config.radio import FixedRadioConfig, LteRadioConfig
+from netfl.resources import unselected_share
 
 #: Strategies that weigh the clients' exchange times (their rounds run between random
 #: selection's and the fastest candidates').
@@ -291,8 +292,7 @@ def _mean_data_size(scenario: Scenario) -> float | None:
     n = scenario.devices.n_clients
     if learning.dataset == "synthetic":
         params = SyntheticParams.model_validate(learning.dataset_params)
-        mean = math.exp(params.size_log_mean + params.size_log_sigma**2 / 2) + params.size_offset
-        return mean * (1 - learning.test_fraction)
+        return params.mean_size * (1 - learning.test_fraction)
     total = DATASET_SAMPLES.get(learning.dataset)
     if total is None:
         return None
@@ -337,8 +337,7 @@ def _cold_start_s(
     cold = group.cold_start_s.sample(rng, k)
     if not cold.any():
         return cold
-    warm = min(1.0, scenario.fl.clients_per_round / scenario.devices.n_clients)
-    return cold * (1 - warm)
+    return cold * unselected_share(scenario)
 
 
 def _transfer_s(

@@ -59,8 +59,6 @@ class BackgroundLoad:
     fl_cells: np.ndarray
     keys: tuple[str, ...]
     capacity_bps: float | None
-    saturated: bool = False
-    """Full-buffer users under ``fifo`` take every RB (the demand is infinite)."""
     fl_rb_seconds_per_bit: np.ndarray | None = None
     """RB-seconds a bit of the users of the FL devices' cells at the operating point for a
     transfer of ``link_bits`` (an FL transfer of ``M`` bits alone holds ``fl_rbs`` RBs for
@@ -143,7 +141,6 @@ def _background_load(scenario: Scenario, link_bits: float | None) -> dict[str, B
             fl_cells,
             keys,
             capacity,
-            saturated,
             fl_per_bit,
             min(system.rb_cap[d], float(system.n_rb[d])),
         )
@@ -171,7 +168,6 @@ def _demands(scenario: Scenario, n_cells: int) -> dict[str, _Demand]:
     """Per direction, what its sources ask of every cell."""
     config = scenario.radio
     assert isinstance(config, LteRadioConfig)
-    rng = np.random.default_rng(PLANNING_SEED)
     out = {}
     for d in (UL, DL):
         link = config.uplink if d == UL else config.downlink
@@ -194,7 +190,7 @@ def _demands(scenario: Scenario, n_cells: int) -> dict[str, _Demand]:
                 busy = True
                 keys.append(f"{key}.users")
             elif isinstance(source, FtpSource):
-                size = float(np.mean(source.file_size_bits.sample(rng, 4000)))
+                size = source.file_size_bits.expected()
                 offered += source.arrival_rate_hz * size / link.rb_count
                 bits = (bits * rate_hz + size * source.arrival_rate_hz) / (
                     rate_hz + source.arrival_rate_hz

@@ -10,9 +10,14 @@ the fixed point ``ρ = min(1, c + a m(ρ))`` (the load-coupling model: Siomina a
 Wireless Commun. 11(6):2287-2297, 2012; Fehske, Klessig, Voigt, Fettweis, "Flow-level
 models for capacity planning and management in interference-coupled wireless data
 networks", IEEE Commun. Mag. 52(2):164-171, 2014), found by iterating from an idle
-network, which rises to the least fixed point because ``m`` grows with ``ρ``. A cell
-whose demand ``c + a m(ρ)`` reaches 1 at that point is overloaded: its queue of files
-grows.
+network, which rises to the least fixed point where ``m`` grows with ``ρ`` (the mean
+field of those papers). A cell whose demand ``c + a m(ρ)`` reaches 1 at that point is
+overloaded: its queue of files grows. In the sampled uplink below, a cell's demand can
+also fall as another's load grows (a busier neighbour averages over more of its drawn
+transmitters, diluting a dominant one); two cells coupled that way make the damped
+iteration circle the fixed point (a Jacobian with complex eigenvalues), and where it has
+not settled after half its steps, Powell's hybrid method (MINPACK ``hybrd``,
+:func:`scipy.optimize.root`) takes over from where it stands.
 
 Those papers put each other cell's *mean* emission ``ρ_j P g_j`` into the SINR. The engine
 does not average: a cell of the fluid scheduler either has a flow and uses all its RBs, or
@@ -192,7 +197,7 @@ class LoadSolution:
 
 class _Samples:
     """The stratified on/off states and emitter draws, fixed for one solve (common random
-    numbers: the demand is then continuous and monotone in the loads)."""
+    numbers: the demand is then continuous in the loads)."""
 
     def __init__(self, n_cells: int, states: int, rng: np.random.Generator) -> None:
         self.states = states
@@ -240,7 +245,7 @@ def solve_load(
         rho, _, _ = _iterate(mean_field, idle, tolerance, max_iterations, reweight=True)
         weights = mean_field.weights
         model.hold_emitters(weights)
-    rho, iterations, per_bit = _iterate(model, idle, tolerance, max_iterations, weights is None)
+    rho, iterations, per_bit = _settle(model, idle, tolerance, max_iterations, weights is None)
     demand = model.demand(rho)[0]
     # Every other cell at full load for the whole of every transfer (no idle gaps to ride).
     worst = np.maximum(model.demand(np.ones(users.n_cells), spans=False)[0], demand)
@@ -251,6 +256,32 @@ def solve_load(
         model.d = replace(direction, file_bits=probe_bits)
         probe = model.demand(rho)[1]
     return LoadSolution(np.minimum(rho, 1.0), demand, worst, iterations, per_bit, probe)
+
+
+def _settle(
+    model: _Model, start: np.ndarray, tolerance: float, max_iterations: int, reweight: bool
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """:func:`_iterate` for half the steps, then, where it has not settled, Powell's hybrid
+    method on ``min(1, demand(ρ)) - ρ`` from its last iterate for the other half (module
+    doc). Returns the demand evaluations used (``max_iterations`` where neither settled).
+    A solve that reweights its emitters as it goes (the mean field's) has no fixed map to
+    hand over, and iterates for all its steps."""
+    patience = max_iterations if reweight else max_iterations // 2
+    rho, iterations, per_bit = _iterate(model, start, tolerance, patience, reweight)
+    if iterations < patience or reweight:
+        return rho, iterations, per_bit
+    from scipy.optimize import root  # lazy: validate's start-up (docs/benchmarks.md)
+
+    def residual(loads: np.ndarray) -> np.ndarray:
+        loads = np.clip(loads, 0.0, 1.0)
+        return np.minimum(model.demand(loads)[0], 1.0) - loads
+
+    found = root(residual, rho, method="hybr", options={"maxfev": max_iterations - patience})
+    loads = np.clip(found.x, 0.0, 1.0)
+    demand, per_bit_there = model.demand(loads)
+    if np.max(np.abs(np.minimum(demand, 1.0) - loads)) >= tolerance:
+        return rho, max_iterations, per_bit
+    return loads, patience + found.nfev, per_bit_there
 
 
 def _iterate(
