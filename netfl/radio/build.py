@@ -300,3 +300,13 @@ def _coverage(scenario: Scenario, devices: DeviceLinks) -> None:
             " cells transmit, and without the radio update a transfer that starts then keeps"
             " its rate 0 for ever: set radio.update_interval_s (or fl.deadline_s)",
         )
+    if loaded.any() and scenario.fl.deadline_s is None:
+        warnings.warn(
+            f"fl.deadline_s: {int(loaded.sum())} of {loaded.size} devices have no coverage"
+            " when the other cells transmit at the nominal load (rate 0 under the rate"
+            " mapping): a transfer of theirs waits at rate 0 for gaps in the interference,"
+            " and without a round deadline an exchange that selects one can wait for the"
+            " rest of the run",
+            RadioWarning,
+            stacklevel=3,
+        )
