@@ -339,6 +339,24 @@ def test_devices_without_coverage_are_out_of_service(tmp_path):
     assert info.value.problems[0].key == "radio.rate_mapping"
 
 
+def test_devices_without_coverage_under_load_are_said_where_no_deadline_bounds_a_round():
+    """nr_tdd at seed 3: devices covered alone but below CQI 1 while the other cells
+    transmit at the nominal load. Without fl.deadline_s a round that selected one waited
+    at rate 0 for the rest of the 2,400 s budget (the sweep of 2026-11-28), so the build
+    says how many there are, naming the key; with the scenario's deadline it does not."""
+    bare = load_scenario("nr_tdd", overrides=["seed=3", "fl.deadline_s=null"])
+    with pytest.warns(RadioWarning, match=r"^fl\.deadline_s: (\d+) of 40 devices") as caught:
+        build = build_radio(bare, simpy.Environment(), Streams(3), Timeline(), 40)
+    nominal = build.network.devices.nominal_rate_per_rb_bps
+    loaded = int(((nominal[UL] <= 0) | (nominal[DL] <= 0)).sum())
+    said = [str(w.message) for w in caught if str(w.message).startswith("fl.deadline_s")]
+    assert loaded > 0 and said == [said[0]] and said[0].startswith(f"fl.deadline_s: {loaded} of")
+    bounded = load_scenario("nr_tdd", overrides=["seed=3"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RadioWarning)
+        build_radio(bounded, simpy.Environment(), Streams(3), Timeline(), 40)
+
+
 def _rb_in_use(timeline: pd.DataFrame, direction: str) -> tuple[np.ndarray, np.ndarray]:
     """Step function of RBs held, from rb_allocation rows (latest holding of each flow)."""
     rows = timeline[(timeline.kind == "rb_allocation") & (timeline.direction == direction)]
